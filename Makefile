@@ -1,0 +1,44 @@
+# shapelaw — top-level entry points. `make` runs the embedded micro-study,
+# `make test` builds and runs every test. Both install missing Debian packages first.
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
+
+.PHONY: all deps build test micro bench-data bench-train refit-paper clean help
+
+all: build
+	$(MAKE) -f pipelines/micro.mk
+
+help:
+	@echo "make              build, then run the embedded micro pipeline (pipelines/micro.mk)"
+	@echo "make test         build and run all tests (CTest)"
+	@echo "make bench-data   tokenize/shard benchmarks (results: docs/benchmarks.md)"
+	@echo "make bench-train  trainer benchmark against the PyTorch reference"
+	@echo "make refit-paper  refit the paper's own tables with fit-law"
+	@echo "make clean        remove $(BUILD)/"
+
+deps:
+	@scripts/install-deps
+
+# CMake tracks its own dependencies; always delegate to it.
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >$(BUILD).configure.log 2>&1 \
+	  || { cat $(BUILD).configure.log; exit 1; }
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 600
+
+bench-data: build
+	bench/data.sh
+
+bench-train: build
+	bench/train.sh
+
+refit-paper: build
+	$(MAKE) -f pipelines/refit-paper.mk
+
+clean:
+	rm -rf $(BUILD) $(BUILD).configure.log

@@ -1,0 +1,29 @@
+#pragma once
+// Helpers shared by the test executables: scratch directories and running tools.
+#include <string>
+
+namespace shapelaw::test {
+
+// A fresh directory under $TMPDIR, removed with its contents at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+ private:
+  std::string path_;
+};
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command line; tool names resolve through bin().
+CommandResult run(const std::string& command_line);
+// Absolute path of a built tool, e.g. bin("shard").
+std::string bin(const std::string& tool);
+// Absolute path inside the source tree, e.g. source("examples/paper/table9.csv").
+std::string source(const std::string& relative);
+
+}  // namespace shapelaw::test
