@@ -1,0 +1,180 @@
+#include "model/model.h"
+
+#include <cmath>
+
+#include "train/torch_compat.h"
+
+namespace shapelaw {
+namespace {
+
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+// Rotary tables: angle(t, i) = t * theta^(-2i/d), i < d/2 (Su et al.).
+std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t seq, int64_t d, double theta) {
+  auto i = torch::arange(0, d / 2, torch::kFloat64);
+  auto inv_freq = torch::pow(theta, -2.0 * i / double(d));
+  auto t = torch::arange(0, seq, torch::kFloat64);
+  auto angles = torch::outer(t, inv_freq);
+  return {angles.cos().to(torch::kFloat32), angles.sin().to(torch::kFloat32)};
+}
+
+// Rotates pairs (x_i, x_{i+d/2}) by angle(t, i): x [B, H, T, d].
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2, T = x.size(-2);
+  auto c = cos.slice(0, 0, T), s = sin.slice(0, 0, T);
+  auto x1 = x.slice(-1, 0, half), x2 = x.slice(-1, half);
+  return torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1).to(x.scalar_type());
+}
+
+double squared_grad_norm(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> norms;
+  for (auto& p : params)
+    if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat32).norm().pow(2));
+  if (norms.empty()) return 0.0;
+  return torch::stack(norms).sum().item<double>();
+}
+
+}  // namespace
+
+NormImpl::NormImpl(int64_t width, bool rms_, double eps_) : rms(rms_), eps(eps_) {
+  gain = register_parameter("gain", torch::ones({width}));
+  if (!rms) shift = register_parameter("shift", torch::zeros({width}));
+}
+
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  if (!rms) return torch::layer_norm(x, {x.size(-1)}, gain, shift, eps);
+  auto xf = x.to(torch::kFloat32);
+  auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (y * gain).to(x.scalar_type());
+}
+
+AttentionImpl::AttentionImpl(const ModelConfig& c) : heads(c.heads()), head_dim(c.head_dim) {
+  qkv = register_module("qkv", linear(c.width, 3 * c.width, c.bias));
+  proj = register_module("proj", linear(c.width, c.width, c.bias));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                     const torch::Tensor& sin) {
+  const int64_t B = x.size(0), T = x.size(1), W = x.size(2);
+  auto qkv_out = qkv(x).view({B, T, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});  // 3,B,H,T,d
+  auto q = apply_rope(qkv_out[0], cos, sin);
+  auto k = apply_rope(qkv_out[1], cos, sin);
+  auto y = compat::causal_attention(q, k, qkv_out[2]);  // B,H,T,d
+  return proj(y.transpose(1, 2).reshape({B, T, W}));
+}
+
+MlpImpl::MlpImpl(const ModelConfig& c) : swiglu(c.mlp == "swiglu") {
+  const int64_t hidden = c.mlp_hidden();
+  fc = register_module("fc", linear(c.width, hidden, c.bias));
+  if (swiglu) gate = register_module("gate", linear(c.width, hidden, c.bias));
+  proj = register_module("proj", linear(hidden, c.width, c.bias));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  if (swiglu) return proj(torch::silu(gate(x)) * fc(x));
+  return proj(torch::gelu(fc(x)));
+}
+
+BlockImpl::BlockImpl(const ModelConfig& c) {
+  const bool rms = c.norm == "rmsnorm";
+  norm1 = register_module("norm1", Norm(c.width, rms, c.norm_eps));
+  attn = register_module("attn", Attention(c));
+  norm2 = register_module("norm2", Norm(c.width, rms, c.norm_eps));
+  mlp = register_module("mlp", Mlp(c));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                 const torch::Tensor& sin) {
+  auto h = x + attn(norm1(x), cos, sin);
+  return h + mlp(norm2(h));
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& c) : config(c) {
+  c.validate();
+  embed = register_module("embed", torch::nn::Embedding(c.vocab_size, c.width));
+  for (int l = 0; l < c.depth; ++l)
+    blocks.push_back(register_module("block" + std::to_string(l), Block(c)));
+  final_norm = register_module("final_norm", Norm(c.width, c.norm == "rmsnorm", c.norm_eps));
+  if (!c.tie_embeddings) head = register_module("head", linear(c.width, c.vocab_size, false));
+  auto [cos, sin] = rope_tables(c.seq_len, c.head_dim, c.rope_theta);
+  rope_cos = register_buffer("rope_cos", cos);
+  rope_sin = register_buffer("rope_sin", sin);
+  reset_parameters();
+}
+
+void TransformerImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  const double std = config.init_std, residual_std = std / std::sqrt(2.0 * config.depth);
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    auto& p = item.value();
+    auto ends_with = [&](const std::string& s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (ends_with(".gain")) p.fill_(1.0);
+    else if (ends_with(".shift") || ends_with(".bias")) p.zero_();
+    else if (ends_with("proj.weight")) p.normal_(0.0, residual_std);  // attn.proj, mlp.proj
+    else p.normal_(0.0, std);
+  }
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+  TORCH_CHECK(tokens.size(1) <= config.seq_len, "sequence longer than seq_len");
+  auto h = embed(tokens);
+  for (auto& block : blocks) h = block(h, rope_cos, rope_sin);
+  h = final_norm(h);
+  return head ? head(h) : torch::matmul(h, embed->weight.t());
+}
+
+torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
+  auto logits = forward(tokens);
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32),
+                                              targets.reshape({-1}));
+}
+
+ParamGroups split_decay_groups(torch::nn::Module& model) {
+  ParamGroups g;
+  for (auto& item : model.named_parameters()) {
+    if (item.value().dim() >= 2) {
+      g.decay.push_back(item.value());
+      g.decay_names.push_back(item.key());
+    } else {
+      g.no_decay.push_back(item.value());
+      g.no_decay_names.push_back(item.key());
+    }
+  }
+  return g;
+}
+
+std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model) {
+  std::vector<ComponentNorm> rows;
+  rows.push_back({-1, "embedding", std::sqrt(squared_grad_norm(model.embed->parameters()))});
+  for (size_t l = 0; l < model.blocks.size(); ++l) {
+    auto& b = model.blocks[l];
+    double attn = squared_grad_norm(b->attn->parameters());
+    double mlp = squared_grad_norm(b->mlp->parameters());
+    auto norm_params = b->norm1->parameters();
+    for (auto& p : b->norm2->parameters()) norm_params.push_back(p);
+    double norm = squared_grad_norm(norm_params);
+    int layer = int(l);
+    rows.push_back({layer, "attn", std::sqrt(attn)});
+    rows.push_back({layer, "mlp", std::sqrt(mlp)});
+    rows.push_back({layer, "norm", std::sqrt(norm)});
+    rows.push_back({layer, "block", std::sqrt(attn + mlp + norm)});
+  }
+  const int D = int(model.blocks.size());
+  rows.push_back({D, "final_norm", std::sqrt(squared_grad_norm(model.final_norm->parameters()))});
+  if (model.head) rows.push_back({D, "head", std::sqrt(squared_grad_norm(model.head->parameters()))});
+  return rows;
+}
+
+int64_t allocated_parameter_count(const ModelConfig& config) {
+  Transformer model(config);
+  int64_t n = 0;
+  for (auto& p : model->parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace shapelaw

@@ -1,0 +1,99 @@
+#pragma once
+// Decoder-only transformer, nanoGPT-style, in the paper's form (§4.1, C.0.32):
+//
+//   h_0     = E[x]                                   token embedding, no positional table
+//   h'_l    = h_{l-1} + Attn_l(Norm(h_{l-1}))        pre-norm residual blocks, l = 1..D
+//   h_l     = h'_l    + MLP_l(Norm(h'_l))
+//   logits  = Norm_f(h_D) U^T                        final norm, untied head U by default
+//
+//   Attn(x) = concat_h softmax(RoPE(q_h) RoPE(k_h)^T / sqrt(d) + causal) v_h  W_o
+//   MLP(x)  = W_2 gelu(W_1 x)                    (gelu,   hidden 4W)
+//           = W_2 (silu(W_1 x) * W_3 x)          (swiglu, hidden ceil64(8W/3))
+//   Norm(x) = (x - mean) / sqrt(var + eps) * g + b   (layernorm)
+//           = x / sqrt(mean(x^2) + eps) * g          (rmsnorm)
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "model/model_config.h"
+
+namespace shapelaw {
+
+struct NormImpl : torch::nn::Module {
+  NormImpl(int64_t width, bool rms, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  bool rms;
+  double eps;
+  torch::Tensor gain, shift;  // shift undefined for rmsnorm
+};
+TORCH_MODULE(Norm);
+
+struct AttentionImpl : torch::nn::Module {
+  explicit AttentionImpl(const ModelConfig& c);
+  // x [B, T, W]; cos/sin [T, head_dim/2] rotary tables
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  int64_t heads, head_dim;
+  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+};
+TORCH_MODULE(Attention);
+
+struct MlpImpl : torch::nn::Module {
+  explicit MlpImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);
+  bool swiglu;
+  torch::nn::Linear fc{nullptr}, gate{nullptr}, proj{nullptr};  // gate only for swiglu
+};
+TORCH_MODULE(Mlp);
+
+struct BlockImpl : torch::nn::Module {
+  explicit BlockImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  Norm norm1{nullptr}, norm2{nullptr};
+  Attention attn{nullptr};
+  Mlp mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct TransformerImpl : torch::nn::Module {
+  explicit TransformerImpl(const ModelConfig& c);
+  // tokens [B, T] (int64, T <= seq_len) -> logits [B, T, V]
+  torch::Tensor forward(const torch::Tensor& tokens);
+  // mean next-token cross-entropy (nats/token); targets [B, T]
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // Re-draws every weight: N(0, init_std), residual output projections N(0, init_std/sqrt(2D)),
+  // norms gain 1 / shift 0, biases 0. Uses torch's default generator (seeded by the caller).
+  void reset_parameters();
+
+  ModelConfig config;
+  torch::nn::Embedding embed{nullptr};
+  std::vector<Block> blocks;
+  Norm final_norm{nullptr};
+  torch::nn::Linear head{nullptr};  // nullptr when tie_embeddings
+  torch::Tensor rope_cos, rope_sin;  // buffers [seq_len, head_dim/2]
+};
+TORCH_MODULE(Transformer);
+
+// Which tensors AdamW decays: every matrix (dim >= 2: Linear weights, token embedding,
+// output head); never biases or norm gains/shifts.
+struct ParamGroups {
+  std::vector<torch::Tensor> decay, no_decay;
+  std::vector<std::string> decay_names, no_decay_names;
+};
+ParamGroups split_decay_groups(torch::nn::Module& model);
+
+// Gradient norms per layer and component (after backward, before clipping):
+//   layer 0..D-1, component attn | mlp | norm (both pre-norms) | block (all of the block)
+//   layer -1 component embedding; layer D components final_norm, head (absent when tied)
+// The same computation serves `train --probe-steps` and `probe-grads`.
+struct ComponentNorm {
+  int layer;
+  std::string component;
+  double norm;
+};
+std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model);
+
+// Parameters actually allocated by a (small) model: checks count_parameters().
+int64_t allocated_parameter_count(const ModelConfig& config);
+
+}  // namespace shapelaw

@@ -1,0 +1,93 @@
+#pragma once
+// Every difference between Debian's LibTorch 1.13 (CPU) and LibTorch 2.x (CUDA) that
+// shapelaw relies on lives here, so the rest of the code is written once.
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <ATen/autocast_mode.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#define SHAPELAW_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||           \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace shapelaw::compat {
+
+inline std::string torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+// softmax(Q K^T / sqrt(d) + causal mask) V for q, k, v of shape [B, H, T, d].
+// 2.x: the fused kernel (flash / memory-efficient on CUDA). 1.13: the textbook form.
+inline torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                      const torch::Tensor& v) {
+#if SHAPELAW_TORCH_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                          /*is_causal=*/true);
+#else
+  const int64_t T = q.size(-2);
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(q.size(-1))));
+  auto future = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  return torch::matmul(torch::softmax(scores, -1), v);
+#endif
+}
+
+// bf16 autocast on CUDA for the forward pass (weights and optimizer stay fp32).
+class AutocastBf16 {
+ public:
+  explicit AutocastBf16(bool enable) : enabled_(enable) {
+    if (!enabled_) return;
+#if SHAPELAW_TORCH_AT_LEAST(2, 4)
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+#else
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
+#endif
+  }
+  ~AutocastBf16() {
+    if (!enabled_) return;
+#if SHAPELAW_TORCH_AT_LEAST(2, 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+#else
+    at::autocast::set_enabled(false);
+#endif
+    at::autocast::clear_cache();
+  }
+  AutocastBf16(const AutocastBf16&) = delete;
+  AutocastBf16& operator=(const AutocastBf16&) = delete;
+
+ private:
+  bool enabled_;
+};
+
+// RNG state of the default generators, for exact resume.
+inline torch::Tensor cpu_rng_state() { return at::detail::getDefaultCPUGenerator().get_state(); }
+inline void set_cpu_rng_state(const torch::Tensor& s) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(s);
+}
+// CUDA's default generator through ATen's device-generic hooks (no CUDA headers needed).
+inline torch::Tensor cuda_rng_state() {
+  if (!torch::cuda::is_available()) return torch::empty({0}, torch::kUInt8);
+  return at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA, 0)).get_state();
+}
+inline void set_cuda_rng_state(const torch::Tensor& s) {
+  if (!s.defined() || s.numel() == 0 || !torch::cuda::is_available()) return;
+  auto gen = at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA, 0));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(s);
+}
+
+inline void cuda_synchronize(const torch::Device& device) {
+#if SHAPELAW_TORCH_AT_LEAST(2, 0)
+  if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());
+#else
+  (void)device;  // 1.13 CPU builds: nothing to wait for (item() syncs on CUDA anyway)
+#endif
+}
+
+}  // namespace shapelaw::compat

@@ -1,0 +1,135 @@
+// Model shape, parameter counts against the paper's Table 9, and forward-pass sanity.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "model/model.h"
+#include "model/model_config.h"
+
+using namespace shapelaw;
+
+namespace {
+ModelConfig paper(int depth, int width) {
+  ModelConfig c;
+  c.depth = depth;
+  c.width = width;
+  c.vocab_size = 50257;
+  c.mlp = "gelu";
+  c.norm = "layernorm";
+  return c;
+}
+ModelConfig tiny(const std::string& mlp, const std::string& norm) {
+  ModelConfig c;
+  c.depth = 2;
+  c.width = 32;
+  c.head_dim = 8;
+  c.vocab_size = 97;
+  c.seq_len = 16;
+  c.mlp = mlp;
+  c.norm = norm;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("parameter counts reproduce the paper's Table 9 within 1%") {
+  struct Row { int d, w; double millions; };
+  // every row of Table 9 (vocab 50257, GELU, LayerNorm, untied embeddings)
+  const Row rows[] = {{2, 256, 27.5},   {8, 256, 32.2},    {16, 256, 38.5},  {2, 512, 58.1},
+                      {4, 512, 64.4},   {8, 512, 77.0},    {12, 512, 89.6},  {16, 512, 102.2},
+                      {24, 512, 127.4}, {2, 1024, 128.7},  {32, 512, 152.6}, {8, 1024, 204.3},
+                      {2, 1536, 211.9}, {4, 1536, 268.6},  {16, 1024, 305.0}, {8, 1536, 381.9},
+                      {12, 1536, 495.2}, {16, 1536, 608.5}};
+  for (const Row& r : rows) {
+    ParamCounts p = count_parameters(paper(r.d, r.w));
+    INFO(r.d << "L x " << r.w << "W: counted " << p.total / 1e6 << "M, paper " << r.millions << "M");
+    CHECK(std::abs(p.total / 1e6 - r.millions) / r.millions < 0.01);
+    CHECK(p.paper_12DW2 == 12LL * r.d * r.w * r.w);
+    CHECK(p.total == p.non_embedding + 2LL * 50257 * r.w);
+  }
+}
+
+TEST_CASE("analytic parameter count equals what the model allocates") {
+  for (std::string mlp : {"gelu", "swiglu"})
+    for (std::string norm : {"layernorm", "rmsnorm"})
+      for (bool tie : {false, true})
+        for (bool bias : {false, true}) {
+          ModelConfig c = tiny(mlp, norm);
+          c.tie_embeddings = tie;
+          c.bias = bias;
+          INFO(mlp << " " << norm << " tie=" << tie << " bias=" << bias);
+          CHECK(allocated_parameter_count(c) == count_parameters(c).total);
+        }
+}
+
+TEST_CASE("swiglu hidden width is 8W/3 rounded up to a multiple of 64") {
+  ModelConfig c = paper(2, 512);
+  CHECK(c.mlp_hidden() == 2048);
+  c.mlp = "swiglu";
+  CHECK(c.mlp_hidden() == 1408);  // 1365.3 -> 1408
+  c.width = 768;
+  CHECK(c.mlp_hidden() == 2048);
+  // SwiGLU keeps the block near 12 W^2
+  c.width = 1024;
+  ParamCounts p = count_parameters(c);
+  CHECK(std::abs(double(p.non_embedding) / p.paper_12DW2 - 1.0) < 0.02);
+}
+
+TEST_CASE("flops per token: 6N plus the attention term") {
+  ModelConfig c = paper(16, 512);
+  ParamCounts p = count_parameters(c);
+  double expected = 6.0 * (p.non_embedding + 50257.0 * 512) + 12.0 * 16 * 512 * 1024;
+  CHECK(flops_per_token(c) == Approx(expected));
+}
+
+TEST_CASE("config validation names the problem") {
+  ModelConfig c = tiny("gelu", "layernorm");
+  c.head_dim = 12;
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("must divide width"));
+  c = tiny("relu", "layernorm");
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("gelu or swiglu"));
+  c = tiny("gelu", "batchnorm");
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("layernorm or rmsnorm"));
+  CHECK(model_config_from_json(to_json(tiny("swiglu", "rmsnorm"))).mlp == "swiglu");
+}
+
+TEST_CASE("forward: shapes, initial loss near ln V, causality") {
+  torch::manual_seed(1);
+  for (std::string mlp : {"gelu", "swiglu"}) {
+    ModelConfig c = tiny(mlp, mlp == "gelu" ? "layernorm" : "rmsnorm");
+    Transformer model(c);
+    auto x = torch::randint(0, c.vocab_size, {2, c.seq_len}, torch::kLong);
+    auto logits = model->forward(x);
+    CHECK(logits.sizes() == torch::IntArrayRef({2, c.seq_len, c.vocab_size}));
+    double loss = model->loss(x, x).item<double>();
+    CHECK(std::abs(loss - std::log(double(c.vocab_size))) < 0.5);
+    // changing the last token must not change any earlier position's logits
+    auto y = x.clone();
+    y.index_put_({0, c.seq_len - 1}, (x.index({0, c.seq_len - 1}).item<int64_t>() + 1) % c.vocab_size);
+    auto logits2 = model->forward(y);
+    using torch::indexing::Slice;
+    CHECK(torch::allclose(logits.index({Slice(), Slice(0, c.seq_len - 1)}),
+                          logits2.index({Slice(), Slice(0, c.seq_len - 1)})));
+    CHECK(!torch::allclose(logits.index({0, c.seq_len - 1}), logits2.index({0, c.seq_len - 1})));
+  }
+}
+
+TEST_CASE("per-layer gradient norms and decay groups") {
+  torch::manual_seed(2);
+  ModelConfig c = tiny("gelu", "layernorm");
+  Transformer model(c);
+  auto x = torch::randint(0, c.vocab_size, {2, c.seq_len}, torch::kLong);
+  model->loss(x, x.roll(-1, 1)).backward();
+  auto rows = component_grad_norms(*model);
+  REQUIRE(rows.size() == size_t(1 + 4 * c.depth + 2));
+  for (auto& r : rows) CHECK(r.norm > 0.0);
+  // block norm^2 = attn^2 + mlp^2 + norm^2
+  double a = rows[1].norm, m = rows[2].norm, n = rows[3].norm;
+  CHECK(rows[4].component == "block");
+  CHECK(rows[4].norm == Approx(std::sqrt(a * a + m * m + n * n)));
+  auto groups = split_decay_groups(*model);
+  for (auto& t : groups.decay) CHECK(t.dim() == 2);
+  for (auto& name : groups.no_decay_names) CHECK(name.find("norm") != std::string::npos);
+  CHECK(groups.decay.size() == size_t(2 + 4 * c.depth));  // embed, head, qkv/proj/fc/proj per block
+}
