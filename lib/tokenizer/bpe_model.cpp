@@ -1,0 +1,96 @@
+#include "tokenizer/bpe_model.h"
+
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include <sentencepiece_trainer.h>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/progress.h"
+#include "util/sha256.h"
+
+namespace shapelaw {
+
+std::string sentencepiece_version() { return SHAPELAW_SENTENCEPIECE_VERSION; }
+
+namespace {
+
+// Hands the sampled lines to the sentencepiece trainer one by one.
+class SampleIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit SampleIterator(const std::vector<std::string>& lines) : lines_(lines) {}
+  bool done() const override { return index_ >= lines_.size(); }
+  void Next() override { ++index_; }
+  const std::string& value() const override { return lines_[index_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  const std::vector<std::string>& lines_;
+  size_t index_ = 0;
+};
+
+}  // namespace
+
+BpeTrainingResult train_bpe_model(const std::vector<std::string>& inputs, const std::string& model_path,
+                                  const BpeTrainingOptions& options) {
+  if (options.vocab_size < 300 && options.byte_fallback)
+    throw Error("--vocab-size must be at least 300 with byte fallback (256 byte pieces + specials + merges)");
+  // Reservoir sampling (algorithm R) over lines keeps memory bounded by sample_lines.
+  BpeTrainingResult result;
+  std::vector<std::string> sample;
+  std::mt19937_64 rng(options.seed);
+  DocumentReader reader(inputs, options.reader);
+  Progress progress("tokenize train-model: sampling", options.quiet);
+  Document document;
+  while (reader.next(document)) {
+    size_t start = 0;
+    while (start < document.text.size()) {
+      size_t end = document.text.find('\n', start);
+      if (end == std::string::npos) end = document.text.size();
+      if (end > start) {
+        std::string line = document.text.substr(start, std::min<size_t>(end - start, options.max_sentence_length));
+        ++result.lines_seen;
+        if (sample.size() < options.sample_lines) {
+          sample.push_back(std::move(line));
+        } else {
+          uint64_t j = std::uniform_int_distribution<uint64_t>(0, result.lines_seen - 1)(rng);
+          if (j < options.sample_lines) sample[j] = std::move(line);
+        }
+      }
+      start = end + 1;
+    }
+    progress.update(reader.raw_bytes_read(), reader.total_raw_bytes(), reader.documents(), "documents");
+  }
+  progress.finish(reader.raw_bytes_read(), reader.documents(), "documents");
+  result.documents = reader.documents();
+  result.skipped = reader.skipped();
+  result.lines_sampled = sample.size();
+  if (sample.empty()) throw Error("no text to train a tokenizer on");
+
+  int threads = options.threads > 0 ? options.threads : int(std::thread::hardware_concurrency());
+  std::unordered_map<std::string, std::string> args = {
+      {"model_type", "bpe"},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"character_coverage", std::to_string(options.character_coverage)},
+      {"byte_fallback", options.byte_fallback ? "true" : "false"},
+      {"normalization_rule_name", options.normalization},
+      {"max_sentence_length", std::to_string(options.max_sentence_length)},
+      {"input_sentence_size", std::to_string(sample.size())},
+      {"shuffle_input_sentence", "false"},  // already a seeded sample
+      {"num_threads", std::to_string(threads)},
+      {"unk_id", "0"}, {"bos_id", "1"}, {"eos_id", "2"}, {"pad_id", "-1"},
+      {"minloglevel", options.quiet ? "2" : "1"},
+      {"hard_vocab_limit", "true"},
+  };
+  SampleIterator iterator(sample);
+  std::string serialized;
+  auto status = sentencepiece::SentencePieceTrainer::Train(args, &iterator, &serialized);
+  if (!status.ok()) throw Error("sentencepiece training failed: " + status.ToString());
+  write_file_atomic(model_path, serialized);
+  result.model_sha256 = sha256_hex(serialized);
+  return result;
+}
+
+}  // namespace shapelaw

