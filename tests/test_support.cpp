@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <stdexcept>
 
 namespace shapelaw::test {
@@ -39,6 +42,42 @@ CommandResult run(const std::string& command_line) {
 std::string bin(const std::string& tool) { return std::string(SHAPELAW_BIN_DIR) + "/" + tool; }
 std::string source(const std::string& relative) {
   return std::string(SHAPELAW_SOURCE_DIR) + "/" + relative;
+}
+
+std::vector<std::string> write_synthetic_corpus(const std::string& path, int documents, unsigned seed) {
+  static const char* const words[] = {
+      "the", "jury", "said", "that", "election", "of", "city", "county", "and", "a", "report", "was",
+      "in", "it", "to", "for", "on", "new", "state", "law", "tax", "school", "board", "members", "would",
+      "be", "has", "been", "more", "than", "year", "government", "house", "president", "federal", "program"};
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> pick(0, int(sizeof words / sizeof *words) - 1), length(5, 60), sentences(1, 12);
+  std::vector<std::string> texts;
+  std::ofstream out(path, std::ios::binary);
+  for (int d = 0; d < documents; ++d) {
+    std::string text;
+    for (int s = sentences(rng); s > 0; --s) {
+      for (int w = length(rng); w > 0; --w) text += std::string(words[pick(rng)]) + (w > 1 ? " " : ".");
+      if (s > 1) text += "\n";
+    }
+    text += " d" + std::to_string(d);  // every document distinct
+    texts.push_back(text);
+    std::string escaped;
+    for (char c : text) escaped += (c == '\n') ? std::string("\\n") : std::string(1, c);
+    out << "{\"text\": \"" << escaped << "\", \"meta\": {\"redpajama_set_name\": \"Synthetic\"}}\n";
+  }
+  return texts;
+}
+
+void write_text(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
 }
 
 }  // namespace shapelaw::test

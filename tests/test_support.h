@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the test executables: scratch directories and running tools.
 #include <string>
+#include <vector>
 
 namespace shapelaw::test {
 
@@ -25,5 +26,11 @@ CommandResult run(const std::string& command_line);
 std::string bin(const std::string& tool);
 // Absolute path inside the source tree, e.g. source("examples/paper/table9.csv").
 std::string source(const std::string& relative);
+
+// Writes `documents` JSON lines of seeded pseudo-English text ({"text": ..., "meta":
+// {"redpajama_set_name": "Synthetic"}}) to path; returns the texts.
+std::vector<std::string> write_synthetic_corpus(const std::string& path, int documents, unsigned seed = 1);
+void write_text(const std::string& path, const std::string& content);
+std::string read_text(const std::string& path);
 
 }  // namespace shapelaw::test

@@ -81,10 +81,12 @@ TokenStreamReader::TokenStreamReader(const std::string& path)
     : path_(path == "-" ? "<stdin>" : path), file_(path == "-" ? stdin : std::fopen(path.c_str(), "rb")),
       owns_file_(path != "-") {
   if (!file_) throw Error(located(path_, 0, std::string("cannot open: ") + std::strerror(errno)));
-  unsigned char header[kStreamHeaderSize];
-  read_exact(header, sizeof header, "header");
-  if (std::memcmp(header, kStreamMagic, 8) != 0)
+  unsigned char header[kStreamHeaderSize] = {};
+  size_t got = std::fread(header, 1, sizeof header, file_);
+  bytes_read_ += got;
+  if (got < 8 || std::memcmp(header, kStreamMagic, 8) != 0)
     throw Error(located(path_, 0, "not a shapelaw token stream (bad magic); produce it with `tokenize encode`"));
+  if (got < sizeof header) throw Error(located(path_, 0, "token stream truncated in its header"));
   if (le::get32(header + 124) != crc32c(header, 124)) throw Error(located(path_, 0, "token stream header checksum mismatch"));
   if (le::get32(header + 8) != kStreamVersion) throw Error(located(path_, 0, "unsupported token stream version"));
   tokenizer_.vocab_size = le::get32(header + 12);

@@ -1,0 +1,219 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "shards/dataset.h"
+#include "shards/inspect.h"
+#include "shards/shard_file.h"
+#include "shards/writer.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using namespace shapelaw;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Random documents over a vocabulary that avoids the EOS id.
+std::vector<std::vector<uint32_t>> random_documents(int count, uint32_t vocab, uint32_t eos, unsigned seed,
+                                                    int max_length = 3000) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> length(1, max_length);
+  std::uniform_int_distribution<uint32_t> token(0, vocab - 1);
+  std::vector<std::vector<uint32_t>> docs(count);
+  for (auto& doc : docs) {
+    doc.resize(length(rng));
+    for (auto& t : doc) do t = token(rng); while (t == eos);
+  }
+  return docs;
+}
+
+ShardOptions small_options() {
+  ShardOptions options;
+  options.shard_tokens = 20000;
+  options.frame_tokens = 1000;
+  options.validation_fraction = 0.1;
+  options.test_fraction = 0.05;
+  return options;
+}
+
+// Writes docs and returns, per split, the expected token stream (docs + EOS in order).
+std::map<std::string, std::vector<uint32_t>> write_dataset(const std::string& dir,
+                                                           const std::vector<std::vector<uint32_t>>& docs,
+                                                           uint32_t vocab, uint32_t eos, ShardOptions options) {
+  ShardSetWriter writer(dir, {vocab, eos, std::string(64, 'a'), "test"}, options);
+  std::map<std::string, std::vector<uint32_t>> expected;
+  for (const auto& doc : docs) {
+    writer.add_document(doc);
+    auto& stream = expected[split_of_document(doc.data(), doc.size(), options)];
+    stream.insert(stream.end(), doc.begin(), doc.end());
+    stream.push_back(eos);
+  }
+  writer.finish();
+  return expected;
+}
+
+void flip_bit(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(std::streamoff(offset));
+  char c;
+  f.get(c);
+  f.seekp(std::streamoff(offset));
+  f.put(char(c ^ 0x10));
+}
+
+}  // namespace
+
+TEST_CASE("shards round-trip every token of every split with uint16 and uint32 widths") {
+  for (uint32_t vocab : {5000u, 100000u}) {
+    test::TempDir dir;
+    auto docs = random_documents(300, vocab, 2, 7);
+    auto expected = write_dataset(dir.path(), docs, vocab, 2, small_options());
+    auto dataset = TokenDataset::open(dir.path());
+    CHECK(dataset.manifest().at("token_width") == (vocab <= 65536 ? 2 : 4));
+    for (const auto& [name, stream] : expected) {
+      const auto& split = dataset.split(name);
+      REQUIRE(split.num_tokens() == stream.size());
+      CHECK(split.read(0, stream.size()) == stream);
+      // Document ends point just past an EOS.
+      uint64_t docs_seen = 0;
+      for (size_t i = 0; i < stream.size(); ++i)
+        if (stream[i] == 2) CHECK(split.document_end(docs_seen++) == i + 1);
+      CHECK(split.num_documents() == docs_seen);
+    }
+    CHECK(dataset.split("train").num_tokens() > 0);
+    CHECK(dataset.split("validation").num_tokens() > 0);
+  }
+}
+
+TEST_CASE("random windows read across frame and shard boundaries equal the source") {
+  test::TempDir dir;
+  auto docs = random_documents(200, 5000, 2, 11);
+  auto expected = write_dataset(dir.path(), docs, 5000, 2, small_options());
+  auto dataset = TokenDataset::open(dir.path());
+  const auto& split = dataset.split("train");
+  REQUIRE(dataset.manifest()["splits"]["train"]["shards"].size() > 3);
+  std::mt19937_64 rng(3);
+  const auto& stream = expected["train"];
+  for (int i = 0; i < 500; ++i) {
+    size_t count = 1 + rng() % 4000;
+    uint64_t offset = rng() % (stream.size() - count);
+    auto got = split.read(offset, count);
+    REQUIRE(std::equal(got.begin(), got.end(), stream.begin() + offset));
+  }
+  CHECK_THROWS_AS(split.read(stream.size() - 1, 2), Error);
+}
+
+TEST_CASE("the document split is seeded and independent of document order") {
+  ShardOptions options = small_options();
+  auto docs = random_documents(2000, 5000, 2, 5, 50);
+  std::map<std::string, int> counts;
+  for (const auto& d : docs) counts[split_of_document(d.data(), d.size(), options)]++;
+  CHECK(counts["validation"] == Approx(200).margin(60));
+  CHECK(counts["test"] == Approx(100).margin(45));
+  ShardOptions other = options;
+  other.split_seed = 43;
+  int moved = 0;
+  for (const auto& d : docs) {
+    CHECK(split_of_document(d.data(), d.size(), options) == split_of_document(d.data(), d.size(), options));
+    moved += split_of_document(d.data(), d.size(), options) != split_of_document(d.data(), d.size(), other);
+  }
+  CHECK(moved > 100);  // another seed gives another split
+}
+
+TEST_CASE("the window sampler is deterministic and a permutation per epoch and disjoint across ranks") {
+  test::TempDir dir;
+  auto docs = random_documents(100, 5000, 2, 13);
+  write_dataset(dir.path(), docs, 5000, 2, small_options());
+  auto dataset = TokenDataset::open(dir.path());
+  const auto& split = dataset.split("train");
+  const size_t window = 65;
+  WindowSampler sampler(split, window, 42);
+  const uint64_t n = sampler.windows_per_epoch();
+  REQUIRE(n == (split.num_tokens() - window) / (window - 1) + 1);
+  std::set<uint64_t> epoch0, epoch1;
+  std::vector<uint64_t> order0;
+  WindowSampler::Cursor cursor;
+  for (uint64_t i = 0; i < 2 * n; ++i) {
+    uint64_t offset = sampler.next_offset(cursor);
+    REQUIRE(offset % (window - 1) == 0);
+    REQUIRE(offset + window <= split.num_tokens());
+    (i < n ? epoch0 : epoch1).insert(offset);
+    if (i < n) order0.push_back(offset);
+  }
+  CHECK(epoch0.size() == n);  // every window exactly once per epoch
+  CHECK(epoch1.size() == n);
+  CHECK(cursor.epoch == 1);
+  // Resuming from a saved cursor replays the same sequence.
+  WindowSampler::Cursor replay{0, 10};
+  CHECK(sampler.next_offset(replay) == order0[10]);
+  // Ranks of a 3-way data-parallel run read disjoint windows.
+  std::set<uint64_t> seen;
+  for (int rank = 0; rank < 3; ++rank) {
+    WindowSampler ranked(split, window, 42, rank, 3);
+    WindowSampler::Cursor c;
+    for (uint64_t i = 0; i < ranked.windows_per_epoch(); ++i) CHECK(seen.insert(ranked.next_offset(c)).second);
+  }
+  // The window contents are the tokens at the offset.
+  std::vector<uint32_t> tokens(window);
+  WindowSampler::Cursor c2;
+  uint64_t offset = sampler.next_offset(c2);
+  WindowSampler::Cursor c3;
+  sampler.next(c3, tokens.data());
+  CHECK(tokens == split.read(offset, window));
+}
+
+TEST_CASE("verify names the file and byte offset of any flipped bit and open rejects damaged metadata") {
+  test::TempDir dir;
+  auto docs = random_documents(60, 5000, 2, 17);
+  ShardOptions options = small_options();
+  options.validation_fraction = 0;
+  options.test_fraction = 0;
+  options.shard_tokens = 1u << 30;
+  write_dataset(dir.path(), docs, 5000, 2, options);
+  std::string shard = dir.path() + "/train-00000.shard";
+  REQUIRE(verify_shards(dir.path(), true).shards == 1);
+  std::string pristine = test::read_text(shard);
+  const uint64_t size = pristine.size();
+
+  // A bit in the middle of frame 3's compressed data.
+  ShardFile file(shard);
+  auto frame = file.frames()[3];
+  uint64_t inside = frame.offset + frame.compressed_size / 2;
+  flip_bit(shard, inside);
+  try {
+    verify_shards(dir.path(), true);
+    FAIL("verify accepted a flipped bit");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains(shard) && Catch::Contains("frame 3") &&
+                             Catch::Contains("byte offset " + std::to_string(frame.offset)));
+  }
+  // Every region: header, a frame, the index, the trailer.
+  for (uint64_t offset : {uint64_t(10), uint64_t(70), size - 100, size - 30}) {
+    test::write_text(shard, pristine);
+    flip_bit(shard, offset);
+    CHECK_THROWS_AS(verify_shards(dir.path(), true), Error);
+  }
+  // Truncation.
+  test::write_text(shard, pristine.substr(0, size - 5));
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()), Catch::Contains("shard"));
+  test::write_text(shard, pristine);
+  CHECK(verify_shards(dir.path(), true).tokens > 0);
+}
+
+TEST_CASE("a directory without manifest is refused as unfinished") {
+  test::TempDir dir;
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()), Catch::Contains("no shard manifest"));
+  test::write_text(dir.path() + "/manifest.json", "{\"format\": \"other\"}");
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()), Catch::Contains("not a shapelaw shard manifest"));
+}
+
+TEST_CASE("token ids outside the vocabulary are rejected") {
+  test::TempDir dir;
+  ShardSetWriter writer(dir.path(), {100, 2, "x", "test"}, small_options());
+  std::vector<uint32_t> bad{1, 5, 100};
+  CHECK_THROWS_WITH(writer.add_document(bad), Catch::Contains("outside the vocabulary"));
+}
