@@ -1,0 +1,137 @@
+#include "audit/audit.h"
+
+#include <cmath>
+#include <limits>
+
+#include "audit/numbers.h"
+
+namespace shapelaw::audit {
+
+AuditRow audit_model(const ModelEntry& model, const Law& law, const AuditOptions& o) {
+  AuditRow r;
+  r.model = model;
+  const Arch& a = model.arch;
+  r.count = count_params(a);
+  if (model.stated_params > 0) r.count_diff = model.stated_params / static_cast<double>(r.count.total) - 1.0;
+  const double D = static_cast<double>(a.depth), W = static_cast<double>(a.width);
+  r.dcrit = dcrit(law.point, W);
+  r.ratio = D / r.dcrit;
+  r.dcrit_ci = draw_interval(law, [&](const LawParams& p) { return dcrit(p, W); });
+  r.ratio_ci = draw_interval(law, [&](const LawParams& p) { return D / dcrit(p, W); });
+  r.verdict = verdict(r.ratio, o.verdict);
+  if (r.ratio_ci) r.crossed = thresholds_crossed(*r.ratio_ci, o.verdict);
+  double n = o.n_counted ? static_cast<double>(r.count.active_non_embedding) : static_cast<double>(r.count.paper_12DW2);
+  r.redesign = redesign(a.depth, r.dcrit, n, o.multiple);
+  r.delta_loss = std::numeric_limits<double>::quiet_NaN();
+  if (r.redesign && law.point.has_phi) {
+    const Redesign& rd = *r.redesign;
+    auto f = [&](const LawParams& p) {
+      return delta_loss(p, D, W, rd.n_original, static_cast<double>(rd.depth), static_cast<double>(rd.width),
+                        rd.n_redesign);
+    };
+    r.delta_loss = f(law.point);
+    r.delta_ci = draw_interval(law, f);
+  }
+  return r;
+}
+
+Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const AuditOptions& o) {
+  Report rep;
+  rep.kind = "models";
+  rep.header.push_back("Law: " + law.description + ".");
+  if (!law.ci_label.empty()) rep.header.push_back("Intervals (95%): " + law.ci_label + ".");
+  rep.header.push_back("Verdict on r = D/D_crit: r ≤ 1 within D_crit; 1 < r ≤ " + fixed(o.verdict.near, 2) +
+                       " near D_crit; " + fixed(o.verdict.near, 2) + " < r ≤ " + fixed(o.verdict.far, 2) +
+                       " over-deep; r > " + fixed(o.verdict.far, 2) + " far over-deep.");
+  rep.header.push_back(std::string("Redesign: D' = round(D_crit), W' from N = 12·D'·W'² rounded to a multiple of ") +
+                       std::to_string(o.multiple) + ", N = " +
+                       (o.n_counted ? "counted non-embedding parameters (active for MoE)" : "12·D·W² of the original") +
+                       "; ΔL = L(redesign) − L(original) at equal tokens: " + law.loss_note + ".");
+  rep.meta["law"] = law.name;
+  rep.meta["law_description"] = law.description;
+  rep.meta["ci"] = law.ci_label;
+  rep.meta["loss_note"] = law.loss_note;
+  rep.meta["thresholds"] = {{"near", o.verdict.near}, {"far", o.verdict.far}};
+  rep.meta["redesign_n"] = o.n_counted ? "counted" : "paper_12DW2";
+  rep.meta["redesign_multiple"] = o.multiple;
+  rep.meta["tolerance"] = o.tolerance;
+
+  ReportTable t;
+  t.id = "models";
+  t.title = "Depth audit";
+  t.columns = {"model", "kind", "D", "W", "params stated", "params counted", "D_crit [95% CI]",
+               "D/D_crit [95% CI]", "verdict", "redesign D'×W'", "N'/N", "ΔL nats [95% CI]"};
+  for (const auto& m : models) {
+    AuditRow r = audit_model(m, law, o);
+    const Arch& a = m.arch;
+    auto opt = [](const std::optional<Interval>& i, bool lo) -> std::optional<double> {
+      if (!i) return std::nullopt;
+      return lo ? i->lo : i->hi;
+    };
+    std::string verdict_text = r.verdict + " (" + fixed(r.ratio, 2) + "×)";
+    if (!r.crossed.empty()) {
+      verdict_text += "; CI crosses";
+      for (double x : r.crossed) verdict_text += " " + fixed(x, 2);
+    }
+    std::string stated = m.stated_params > 0 ? human_count(m.stated_params) : "—";
+    std::string counted = human_count(static_cast<double>(r.count.total));
+    if (a.is_moe()) {
+      if (m.stated_active > 0) stated += " (" + human_count(m.stated_active) + " active)";
+      counted += " (" + human_count(static_cast<double>(r.count.active_total)) + " active)";
+    }
+    std::string rd = "—", nratio = "—", dl = "—";
+    if (r.redesign) {
+      rd = std::to_string(r.redesign->depth) + "×" + std::to_string(r.redesign->width);
+      nratio = fixed(r.redesign->n_redesign / r.redesign->n_original, 3);
+      if (std::isfinite(r.delta_loss)) dl = with_ci(r.delta_loss, opt(r.delta_ci, true), opt(r.delta_ci, false), 3);
+    }
+    nlohmann::ordered_json j;
+    j["model"] = a.name;
+    j["origin"] = m.origin;
+    j["kind"] = m.kind;
+    j["depth"] = a.depth;
+    j["width"] = a.width;
+    j["params_stated"] = m.stated_params > 0 ? nlohmann::ordered_json(m.stated_params) : nlohmann::ordered_json();
+    j["params_counted"] = r.count.total;
+    j["params_non_embedding"] = r.count.non_embedding;
+    j["params_active"] = r.count.active_total;
+    j["params_12DW2"] = r.count.paper_12DW2;
+    j["params_stated_vs_counted"] = m.stated_params > 0 ? nlohmann::ordered_json(r.count_diff) : nlohmann::ordered_json();
+    j["dcrit"] = r.dcrit;
+    j["dcrit_ci95"] = r.dcrit_ci ? nlohmann::ordered_json({r.dcrit_ci->lo, r.dcrit_ci->hi}) : nlohmann::ordered_json();
+    j["ratio"] = r.ratio;
+    j["ratio_ci95"] = r.ratio_ci ? nlohmann::ordered_json({r.ratio_ci->lo, r.ratio_ci->hi}) : nlohmann::ordered_json();
+    j["verdict"] = r.verdict;
+    j["verdict_ci_crosses"] = r.crossed;
+    if (r.redesign) {
+      j["redesign"] = {{"depth", r.redesign->depth},
+                       {"width", r.redesign->width},
+                       {"n_original", r.redesign->n_original},
+                       {"n_redesign", r.redesign->n_redesign}};
+      j["delta_loss"] = std::isfinite(r.delta_loss) ? nlohmann::ordered_json(r.delta_loss) : nlohmann::ordered_json();
+      j["delta_loss_ci95"] =
+          r.delta_ci ? nlohmann::ordered_json({r.delta_ci->lo, r.delta_ci->hi}) : nlohmann::ordered_json();
+    } else {
+      j["redesign"] = nullptr;
+      j["delta_loss"] = nullptr;
+      j["delta_loss_ci95"] = nullptr;
+    }
+    j["source"] = m.source_arch;
+    t.add({a.name, m.kind, std::to_string(a.depth), std::to_string(a.width), stated, counted,
+           with_ci(r.dcrit, opt(r.dcrit_ci, true), opt(r.dcrit_ci, false), 1),
+           with_ci(r.ratio, opt(r.ratio_ci, true), opt(r.ratio_ci, false), 2), verdict_text, rd, nratio, dl},
+          std::move(j));
+    if (m.stated_params > 0 && std::fabs(r.count_diff) > o.tolerance)
+      t.notes.push_back(a.name + ": stated " + human_count(m.stated_params) + " vs counted " +
+                        human_count(static_cast<double>(r.count.total)) + " (" + fixed(100 * r.count_diff, 1) + "%)" +
+                        (m.count_note.empty() ? "" : ": " + m.count_note));
+    if (a.is_moe() && r.redesign)
+      t.notes.push_back(a.name + ": MoE; the redesign keeps " +
+                        std::string(o.n_counted ? "the active non-embedding parameters" : "12·D·W² (the dense trunk)") +
+                        " and ignores the experts");
+  }
+  rep.tables.push_back(std::move(t));
+  return rep;
+}
+
+}  // namespace shapelaw::audit

@@ -1,0 +1,147 @@
+#include "audit/model_table.h"
+
+#include <filesystem>
+
+#include "audit/csv.h"
+#include "audit/hf_config.h"
+#include "audit/numbers.h"
+#include "audit/row_reader.h"
+#include "util/error.h"
+
+namespace shapelaw::audit {
+namespace {
+
+using Names = std::vector<std::string>;
+
+void apply_extra(const RowReader& row, const std::string& extra, Arch& a) {
+  size_t pos = 0;
+  while (pos <= extra.size()) {
+    size_t end = extra.find(';', pos);
+    if (end == std::string::npos) end = extra.size();
+    std::string item = trim(extra.substr(pos, end - pos));
+    pos = end + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) row.fail("extra", "'" + item + "' is not key=value");
+    std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+    int64_t v = 0;
+    bool b = false;
+    auto need_int = [&]() {
+      if (!parse_int(value, v)) row.fail("extra", key + "='" + value + "' is not an integer");
+      return v;
+    };
+    if (key == "qkv_bias") {
+      if (!parse_bool(value, b)) row.fail("extra", key + "='" + value + "' is not true/false");
+      a.qkv_bias = b;
+    } else if (key == "embedding_norm") {
+      if (!parse_bool(value, b)) row.fail("extra", key + "='" + value + "' is not true/false");
+      a.embedding_norm = b;
+    } else if (key == "norms_per_layer") a.norms_per_layer = need_int();
+    else if (key == "q_lora_rank") a.q_lora_rank = need_int();
+    else if (key == "kv_lora_rank") a.kv_lora_rank = need_int();
+    else if (key == "qk_nope_head_dim") a.qk_nope_head_dim = need_int();
+    else if (key == "qk_rope_head_dim") a.qk_rope_head_dim = need_int();
+    else if (key == "v_head_dim") a.v_head_dim = need_int();
+    else row.fail("extra", "unknown key '" + key +
+                               "' (known: qkv_bias, embedding_norm, norms_per_layer, q_lora_rank, kv_lora_rank, "
+                               "qk_nope_head_dim, qk_rope_head_dim, v_head_dim)");
+  }
+}
+
+ModelEntry parse_row(const CsvTable& table, const CsvRecord& record) {
+  RowReader row(table, record);
+  ModelEntry m;
+  m.origin = located(table.path, record.line, "");
+  m.origin = m.origin.substr(0, m.origin.size() - 2);
+  Arch& a = m.arch;
+  auto name = row.text({"name", "model"});
+  if (!name) row.fail("name", "missing value");
+  a.name = *name;
+  a.depth = row.required_integer({"depth", "layers", "D"});
+  a.width = row.required_integer({"width", "d_model", "hidden_size", "W"});
+  a.heads = row.integer({"heads"}).value_or(0);
+  a.kv_heads = row.integer({"kv_heads"}).value_or(0);
+  a.head_dim = row.integer({"head_dim"}).value_or(0);
+  a.ffn = row.integer({"ffn", "intermediate_size"}).value_or(0);
+  a.vocab = row.integer({"vocab", "vocab_size"}).value_or(0);
+  if (auto t = row.text({"mlp"}); t && !parse_mlp(*t, a.mlp))
+    row.fail("mlp", "'" + *t + "' is not one of gelu, swiglu, geglu");
+  if (auto t = row.text({"norm"}); t && !parse_norm(*t, a.norm))
+    row.fail("norm", "'" + *t + "' is not one of layernorm, rmsnorm");
+  a.tied = row.boolean({"tied"}).value_or(false);
+  a.biases = row.boolean({"biases"}).value_or(false);
+  a.learned_positions = row.integer({"learned_positions"}).value_or(0);
+  a.experts = row.integer({"experts"}).value_or(0);
+  a.experts_active = row.integer({"experts_active"}).value_or(0);
+  a.shared_experts = row.integer({"shared_experts"}).value_or(0);
+  a.moe_ffn = row.integer({"moe_ffn"}).value_or(0);
+  a.dense_layers = row.integer({"dense_layers"}).value_or(0);
+  if (auto t = row.text({"extra"})) apply_extra(row, *t, a);
+  m.family = row.text({"family"}).value_or("");
+  m.kind = lower(row.text({"kind"}).value_or(a.is_moe() ? "moe" : "dense"));
+  if (m.kind != "dense" && m.kind != "moe") row.fail("kind", "'" + m.kind + "' is not dense or moe");
+  if (m.kind == "moe" && !a.is_moe()) row.fail("experts", "kind is moe but experts is not given");
+  if (m.kind == "dense" && a.is_moe()) row.fail("kind", "dense but experts is " + std::to_string(a.experts));
+  m.stated_params = row.count({"params", "params_total"}).value_or(0);
+  m.stated_active = row.count({"active_params"}).value_or(0);
+  m.source_arch = row.text({"source_arch", "source"}).value_or("");
+  m.source_params = row.text({"source_params"}).value_or(m.source_arch);
+  m.count_note = row.text({"count_note"}).value_or("");
+  std::string why = validate(a);
+  if (!why.empty()) {
+    size_t colon = why.find(':');
+    row.fail(why.substr(0, colon), why.substr(colon + 2));
+  }
+  return m;
+}
+
+}  // namespace
+
+std::vector<ModelEntry> load_models_csv(const std::string& path, bool keep_going, std::vector<std::string>* errors) {
+  CsvTable table = read_csv(path);
+  for (const char* required : {"name", "depth", "width"}) {
+    bool ok = table.column({required}) >= 0 ||
+              (std::string(required) == "name" && table.column({"model"}) >= 0) ||
+              (std::string(required) == "depth" && table.column({"layers", "D"}) >= 0) ||
+              (std::string(required) == "width" && table.column({"d_model", "hidden_size", "W"}) >= 0);
+    if (!ok) throw Error(located(path, 1, std::string("missing column '") + required + "'"));
+  }
+  std::vector<ModelEntry> models;
+  for (const auto& record : table.records) {
+    try {
+      models.push_back(parse_row(table, record));
+    } catch (const Error& e) {
+      if (!keep_going) throw;
+      if (errors) errors->push_back(e.what());
+    }
+  }
+  return models;
+}
+
+std::vector<ModelEntry> load_models(const std::vector<std::string>& inputs, bool keep_going,
+                                    std::vector<std::string>* errors) {
+  namespace fs = std::filesystem;
+  std::vector<ModelEntry> all;
+  for (const auto& input : inputs) {
+    try {
+      std::string path = input;
+      if (fs::is_directory(path)) path = (fs::path(path) / "config.json").string();
+      if (!fs::exists(path)) throw Error(located(path, 0, "no such file"));
+      std::string ext = lower(fs::path(path).extension().string());
+      if (ext == ".json") {
+        all.push_back(model_from_hf_config_file(path));
+      } else if (ext == ".csv") {
+        auto rows = load_models_csv(path, keep_going, errors);
+        all.insert(all.end(), rows.begin(), rows.end());
+      } else {
+        throw Error(located(path, 0, "unknown input type (expected a models .csv, a config.json, or a directory)"));
+      }
+    } catch (const Error& e) {
+      if (!keep_going) throw;
+      if (errors) errors->push_back(e.what());
+    }
+  }
+  return all;
+}
+
+}  // namespace shapelaw::audit
