@@ -17,7 +17,12 @@ std::string errno_text() { return std::strerror(errno); }
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
-  temp_path_ = path_ + ".tmp-" + std::to_string(::getpid());
+  // A device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place: renaming
+  // over it would replace the device with a regular file.
+  std::error_code ec;
+  auto status = std::filesystem::status(path_, ec);
+  bool special = !ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
+  temp_path_ = special ? path_ : path_ + ".tmp-" + std::to_string(::getpid());
   file_ = std::fopen(temp_path_.c_str(), "wb");
   if (!file_) throw Error(located(path_, 0, "cannot create output: " + errno_text()));
 }
@@ -25,7 +30,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 AtomicFile::~AtomicFile() {
   if (file_) {
     std::fclose(file_);
-    std::remove(temp_path_.c_str());
+    if (temp_path_ != path_) std::remove(temp_path_.c_str());
   }
 }
 
@@ -38,10 +43,15 @@ void AtomicFile::write(const void* data, size_t size) {
 
 void AtomicFile::commit() {
   if (!file_) throw Error(located(path_, 0, "commit called twice"));
-  bool ok = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
+  const bool in_place = temp_path_ == path_;
+  bool ok = std::fflush(file_) == 0 && (in_place || ::fsync(::fileno(file_)) == 0);
   std::string why = ok ? "" : errno_text();
   ok = (std::fclose(file_) == 0) && ok;
   file_ = nullptr;
+  if (in_place) {
+    if (!ok) throw Error(located(path_, 0, "cannot finish writing output: " + why));
+    return;
+  }
   if (!ok || std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     if (why.empty()) why = errno_text();
     std::remove(temp_path_.c_str());

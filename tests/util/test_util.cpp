@@ -37,3 +37,12 @@ TEST_CASE("writing into a missing directory names the path") {
   REQUIRE_THROWS_AS(AtomicFile(path), Error);
   REQUIRE_THROWS_WITH(AtomicFile(path), Catch::Contains(path));
 }
+
+TEST_CASE("an atomic file aimed at a device writes in place and leaves the device alone") {
+  {
+    AtomicFile out("/dev/null");
+    out.write("discarded");
+    out.commit();
+  }
+  CHECK(std::filesystem::is_character_file("/dev/null"));
+}
