@@ -1,0 +1,287 @@
+#include "fit/fitter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+#include "fit/parallel.h"
+
+namespace shapelaw::fit {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void bounds(const Model& m, VectorXd& lo, VectorXd& hi, bool full) {
+  const int off = full ? m.n_lin() : 0;
+  lo = VectorXd::Constant(off + m.n_nl(), -kInf);
+  hi = VectorXd::Constant(off + m.n_nl(), kInf);
+  if (full)
+    for (int j = 0; j < m.n_lin(); ++j) lo[j] = m.lin_lo.empty() ? -kInf : m.lin_lo[j];
+  for (int t = 0; t < m.n_nl(); ++t) {
+    lo[off + t] = m.nl_lo[t];
+    hi[off + t] = m.nl_hi[t];
+  }
+}
+
+}  // namespace
+
+bool joint_residuals(const Model& m, const std::vector<Point>& pts, const VectorXd& p, bool log_space,
+                     VectorXd& r, MatrixXd* J) {
+  const int n = (int)pts.size(), P = m.n_params();
+  r.resize(n);
+  if (J) J->resize(n, P);
+  VectorXd grad(P);
+  for (int i = 0; i < n; ++i) {
+    const Point& x = pts[i];
+    double sw = std::sqrt(x.weight);
+    double f = m.predict_grad(x, p, grad);
+    if (log_space) {
+      if (!(f > 0)) return false;
+      r[i] = sw * (std::log(f) - std::log(x.y));
+      if (J) J->row(i) = (sw / f) * grad.transpose();
+    } else {
+      r[i] = sw * (f - x.y);
+      if (J) J->row(i) = sw * grad.transpose();
+    }
+  }
+  return true;
+}
+
+bool varpro_residuals(const Model& m, const std::vector<Point>& pts, const VectorXd& theta,
+                      const FitOptions& o, VectorXd& r, MatrixXd* J, VectorXd* c_out) {
+  const int n = (int)pts.size(), mm = m.n_lin(), k = m.n_nl();
+  MatrixXd Phi(n, mm);   // sqrt(s)-scaled basis
+  std::vector<MatrixXd> dPhi(k, MatrixXd(n, mm));
+  VectorXd y(n), ss(n);
+  double g[16], dg[256];
+  for (int i = 0; i < n; ++i) {
+    const Point& x = pts[i];
+    double s = x.weight * (o.log_space ? 1.0 / (x.y * x.y) : 1.0);
+    ss[i] = std::sqrt(s);
+    m.basis(x, theta.data(), g, dg);
+    for (int j = 0; j < mm; ++j) {
+      Phi(i, j) = ss[i] * g[j];
+      for (int t = 0; t < k; ++t) dPhi[t](i, j) = ss[i] * dg[j * k + t];
+    }
+    y[i] = ss[i] * x.y;
+  }
+  if (!Phi.allFinite()) return false;
+  // inner problem: the linear least-squares solve for c (exact; the joint phase then
+  // minimizes the chosen objective, Huber included, over all parameters)
+  Eigen::ColPivHouseholderQR<MatrixXd> qr(Phi);
+  VectorXd c = qr.solve(y);
+  if (!c.allFinite()) return false;
+  r = Phi * c - y;
+  if (c_out) *c_out = c;
+  if (J) {
+    MatrixXd Jp(n, k);
+    for (int t = 0; t < k; ++t) Jp.col(t) = dPhi[t] * c;
+    // Kaufman's variable-projection Jacobian: J = (I − ΦΦ⁺) ∂Φ/∂θ c
+    *J = Jp - Phi * qr.solve(Jp);
+  }
+  return r.allFinite();
+}
+
+LMResult fit_from_theta(const Model& m, const std::vector<Point>& pts, const VectorXd& theta0,
+                        const FitOptions& o) {
+  VectorXd lo, hi;
+  bounds(m, lo, hi, false);
+  VectorXd theta = theta0;
+  LMResult phase1;
+  phase1.converged = true;
+  if (m.n_nl() > 0) {
+    auto f = [&](const VectorXd& th, VectorXd& r, MatrixXd* J) {
+      return varpro_residuals(m, pts, th, o, r, J, nullptr);
+    };
+    Objective ls;
+    ls.kind = Objective::LeastSquares;
+    LMOptions lm1 = o.lm;
+    lm1.max_iterations = std::min(o.lm.max_iterations, o.screen_iterations);
+    phase1 = levenberg_marquardt(f, theta0, lo, hi, ls, lm1);
+    if (!std::isfinite(phase1.objective)) return phase1;
+    theta = phase1.p;
+  }
+  VectorXd r, c;
+  if (!varpro_residuals(m, pts, theta, o, r, nullptr, &c)) {
+    LMResult bad;
+    bad.objective = kInf;
+    bad.status = "invalid start";
+    return bad;
+  }
+  VectorXd p(m.n_params());
+  p << c, theta;
+  VectorXd flo, fhi;
+  bounds(m, flo, fhi, true);
+  auto fj = [&](const VectorXd& pp, VectorXd& rr, MatrixXd* J) {
+    return joint_residuals(m, pts, pp, o.log_space, rr, J);
+  };
+  LMOptions lm2 = o.lm;
+  lm2.max_iterations = std::min(o.lm.max_iterations, o.screen_iterations);
+  LMResult res = levenberg_marquardt(fj, p, flo, fhi, o.objective, lm2);
+  res.iterations += phase1.iterations;
+  res.evaluations += phase1.evaluations;
+  return res;
+}
+
+LMResult refit(const Model& m, const std::vector<Point>& pts, const std::vector<VectorXd>& starts,
+               const FitOptions& o) {
+  VectorXd flo, fhi;
+  bounds(m, flo, fhi, true);
+  auto fj = [&](const VectorXd& pp, VectorXd& rr, MatrixXd* J) {
+    return joint_residuals(m, pts, pp, o.log_space, rr, J);
+  };
+  LMResult best;
+  best.objective = kInf;
+  for (const auto& s : starts) {
+    LMResult a = levenberg_marquardt(fj, s, flo, fhi, o.objective, o.lm);
+    if (a.objective < best.objective) best = a;
+  }
+  if (!std::isfinite(best.objective) && !starts.empty()) {
+    LMResult b = fit_from_theta(m, pts, starts[0].tail(m.n_nl()), o);
+    if (b.objective < best.objective) best = b;
+  }
+  return best;
+}
+
+std::vector<VectorXd> start_grid(const Model& m) {
+  std::vector<VectorXd> out(1, VectorXd(m.n_nl()));
+  for (int t = 0; t < m.n_nl(); ++t) {
+    std::vector<VectorXd> next;
+    for (const auto& base : out)
+      for (double v : m.nl_grid[t]) {
+        VectorXd s = base;
+        s[t] = v;
+        next.push_back(s);
+      }
+    out.swap(next);
+  }
+  return out;
+}
+
+void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions& o, FitResult& fr) {
+  const int n = (int)pts.size(), P = m.n_params();
+  MatrixXd J;
+  joint_residuals(m, pts, fr.p, o.log_space, fr.residuals, &J);
+  fr.at_bound.assign(P, false);
+  for (int t = 0; t < m.n_nl(); ++t) {
+    double v = fr.p[m.n_lin() + t];
+    double tol = 1e-9 * std::max(1.0, std::abs(v));
+    fr.at_bound[m.n_lin() + t] = v <= m.nl_lo[t] + tol || v >= m.nl_hi[t] - tol;
+  }
+  // column-scaled SVD: condition number and weakly identified directions
+  VectorXd colnorm = J.colwise().norm();
+  MatrixXd Js = J;
+  for (int j = 0; j < P; ++j) Js.col(j) /= (colnorm[j] > 0 ? colnorm[j] : 1);
+  Eigen::JacobiSVD<MatrixXd> svd(Js, Eigen::ComputeThinV);
+  VectorXd sv = svd.singularValues();
+  double smax = sv.size() ? sv[0] : 0, smin = sv.size() ? sv[sv.size() - 1] : 0;
+  fr.condition = smin > 0 ? smax / smin : kInf;
+  fr.weakly_identified.clear();
+  auto names = m.param_names();
+  for (int q = 0; q < sv.size(); ++q) {
+    if (sv[q] > 1e-8 * smax) continue;
+    for (int j = 0; j < P; ++j)
+      if (std::abs(svd.matrixV()(j, q)) > 0.3 &&
+          std::find(fr.weakly_identified.begin(), fr.weakly_identified.end(), names[j]) == fr.weakly_identified.end())
+        fr.weakly_identified.push_back(names[j]);
+  }
+  for (int j = 0; j < P; ++j)
+    if (colnorm[j] == 0 && std::find(fr.weakly_identified.begin(), fr.weakly_identified.end(), names[j]) ==
+                               fr.weakly_identified.end())
+      fr.weakly_identified.push_back(names[j]);
+  // covariance s²(JᵀJ)⁺ with s² = Σr²/(n−P)
+  double dof = std::max(1, n - P);
+  double s2 = fr.residuals.squaredNorm() / dof;
+  Eigen::JacobiSVD<MatrixXd> svdJ(J, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  VectorXd inv = svdJ.singularValues();
+  double thr = 1e-12 * (inv.size() ? inv[0] : 0);
+  for (int q = 0; q < inv.size(); ++q) inv[q] = inv[q] > thr ? 1.0 / (inv[q] * inv[q]) : 0.0;
+  fr.cov = s2 * svdJ.matrixV() * inv.asDiagonal() * svdJ.matrixV().transpose();
+  fr.se = fr.cov.diagonal().cwiseMax(0).cwiseSqrt();
+  if (n <= P) fr.se.setConstant(std::numeric_limits<double>::quiet_NaN());
+}
+
+FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const FitOptions& o) {
+  auto starts = start_grid(m);
+  std::vector<LMResult> results(starts.size());
+  parallel_for(starts.size(), o.threads, [&](size_t i) { results[i] = fit_from_theta(m, pts, starts[i], o); });
+  // polish the best few distinct results with the full iteration budget
+  {
+    std::vector<size_t> idx(results.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return results[a].objective < results[b].objective; });
+    VectorXd flo, fhi;
+    bounds(m, flo, fhi, true);
+    auto fj = [&](const VectorXd& pp, VectorXd& rr, MatrixXd* J) {
+      return joint_residuals(m, pts, pp, o.log_space, rr, J);
+    };
+    std::vector<size_t> chosen;
+    for (size_t i : idx) {
+      if (chosen.size() >= (size_t)o.polish || !std::isfinite(results[i].objective)) break;
+      bool dup = false;
+      for (size_t c : chosen)
+        if ((results[c].p - results[i].p).cwiseAbs().maxCoeff() <= 1e-6 * (results[c].p.cwiseAbs().maxCoeff() + 1e-12))
+          dup = true;
+      if (!dup) chosen.push_back(i);
+    }
+    parallel_for(chosen.size(), o.threads, [&](size_t q) {
+      LMResult& r = results[chosen[q]];
+      LMResult pol = levenberg_marquardt(fj, r.p, flo, fhi, o.objective, o.lm);
+      pol.iterations += r.iterations;
+      if (pol.objective <= r.objective) r = pol;
+    });
+  }
+  FitResult fr;
+  fr.n_starts = (int)starts.size();
+  std::vector<size_t> order(results.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return results[a].objective < results[b].objective;
+  });
+  const LMResult& best = results[order[0]];
+  fr.p = best.p;
+  fr.objective = best.objective;
+  fr.converged = best.converged;
+  fr.status = best.status;
+  fr.iterations = best.iterations;
+  for (const auto& r : results) {
+    fr.total_iterations += r.iterations;
+    if (r.converged && std::isfinite(r.objective)) ++fr.n_converged;
+    if (std::isfinite(r.objective) && r.objective <= best.objective + 1e-7 * std::abs(best.objective) + 1e-300)
+      ++fr.n_at_best;
+  }
+  // distinct optima: objective within 1e-7 (relative) and parameters within 1e-4 (relative)
+  std::vector<size_t> reps;
+  std::vector<int> counts;
+  for (size_t i : order) {
+    if (!std::isfinite(results[i].objective)) continue;
+    bool merged = false;
+    for (size_t q = 0; q < reps.size(); ++q) {
+      const LMResult& a = results[reps[q]];
+      const LMResult& b = results[i];
+      double dobj = std::abs(a.objective - b.objective);
+      double dp = ((a.p - b.p).cwiseAbs().array() / (a.p.cwiseAbs().array() + 1e-8)).maxCoeff();
+      if (dobj <= 1e-7 * std::abs(a.objective) + 1e-300 && dp < 1e-4) {
+        ++counts[q];
+        merged = true;
+        break;
+      }
+    }
+    if (!merged) {
+      reps.push_back(i);
+      counts.push_back(1);
+    }
+  }
+  fr.n_distinct_optima = (int)reps.size();
+  for (size_t q = 0; q < reps.size() && q < 10; ++q) fr.optima.push_back({results[reps[q]].objective, counts[q]});
+  for (size_t q = 0; q < reps.size() && q < 3; ++q) fr.optima_params.push_back(results[reps[q]].p);
+  finish_fit(m, pts, o, fr);
+  return fr;
+}
+
+}  // namespace shapelaw::fit

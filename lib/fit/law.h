@@ -1,0 +1,51 @@
+#pragma once
+// The whole fit-law analysis on loaded rows: for each chosen law, multi-start fit,
+// bootstrap, leave-one-out, extrapolation check, derived quantities (D_crit at
+// widths, compute-optimal exponents); then model comparison and selection. The
+// result is the fit.json record (docs/formats.md) plus per-row predictions.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fit/fitter.h"
+#include "fit/optimal.h"
+#include "fit/table.h"
+
+namespace shapelaw::fit {
+
+struct LawOptions {
+  std::vector<std::string> models;  // empty: every law for the response
+  FitOptions fit;
+  bool phi_relative = false;        // --phi relative|absolute
+  int bootstrap = 1000;
+  uint64_t seed = 42;
+  std::vector<double> dcrit_widths = {256, 512, 1024, 1536, 2048, 2896, 4096, 8192, 12288, 18432};
+  double holdout = 0.2;  // fraction of rows (largest N) held out by the extrapolation check
+  bool loo = true;
+  OptimalOptions optimal;
+  int optimal_draws = 200;  // bootstrap draws carried through the compute-optimal search
+  bool weights_se = false;
+  bool tau = false;              // input is a probe-grads tau table
+  std::string n_source = "auto";
+  std::string select = "aicc";   // aicc | aic | bic | loo
+};
+
+struct PredictionRow {
+  std::string model, run, source;
+  long long line = 0;
+  double depth = 0, width = 0, N = 0, T = 0, observed = 0, predicted = 0, residual = 0;
+  double loo_predicted = 0, extrapolation_predicted = 0;  // NaN when absent
+};
+
+struct LawOutput {
+  nlohmann::json record;
+  std::vector<PredictionRow> predictions;
+};
+
+// rows must already be resolved (resolve_inputs). files: inputs hashed into input_sha256.
+LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& files,
+                      const std::vector<std::string>& warnings, const LawOptions& options);
+
+}  // namespace shapelaw::fit

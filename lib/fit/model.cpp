@@ -1,0 +1,270 @@
+#include "fit/model.h"
+
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+
+namespace shapelaw::fit {
+
+namespace {
+
+const std::vector<double> kExponentGrid = {0, 0.5, 1, 1.5, 2};  // Chinchilla's α, β grid
+constexpr double kExpLo = -2, kExpHi = 5;
+
+struct PaperSpec {
+  bool phi = true, with_E = false, power = false, relative = false, T_varies = true;
+};
+
+Model paper_family(const std::string& name, const PaperSpec& s) {
+  Model m;
+  m.name = name;
+  m.uses_T = true;
+  m.has_phi = s.phi;
+  m.dcrit_form = s.phi ? (s.power ? "power" : "log") : "";
+  std::string dc = s.power ? "c*W^a" : "kappa*ln W";
+  std::string phi = s.relative ? "gamma*max(0, D - " + dc + ")/(W^mu*" + dc + ")"
+                               : "gamma*max(0, D - " + dc + ")/W^mu";
+  m.formula = "L = A/N^alpha";
+  m.formula += s.T_varies ? " + B/T^delta" : (s.with_E ? "" : " + B_T");
+  if (s.phi) m.formula += " + " + phi;
+  if (s.with_E) m.formula += " + E";
+
+  // linear coefficients
+  m.lin_names.push_back("A");
+  int iB = -1, iG = -1, iE = -1, iBT = -1;
+  if (s.T_varies) { iB = (int)m.lin_names.size(); m.lin_names.push_back("B"); }
+  else if (!s.with_E) { iBT = (int)m.lin_names.size(); m.lin_names.push_back("B_T"); }
+  if (s.phi) { iG = (int)m.lin_names.size(); m.lin_names.push_back("gamma"); }
+  if (s.with_E) { iE = (int)m.lin_names.size(); m.lin_names.push_back("E"); }
+  if (!s.T_varies) {
+    m.not_identifiable = {"B", "delta"};
+    m.notes.push_back(s.with_E ? "tokens T do not vary: B/T^delta is absorbed into E"
+                               : "tokens T do not vary: B/T^delta is fitted as one constant B_T");
+  }
+  // nonlinear parameters
+  auto add_nl = [&](const std::string& n, double lo, double hi, std::vector<double> grid) {
+    m.nl_names.push_back(n);
+    m.nl_lo.push_back(lo);
+    m.nl_hi.push_back(hi);
+    m.nl_grid.push_back(std::move(grid));
+    return (int)m.nl_names.size() - 1;
+  };
+  int tA = add_nl("alpha", kExpLo, kExpHi, kExponentGrid);
+  int tD = s.T_varies ? add_nl("delta", kExpLo, kExpHi, kExponentGrid) : -1;
+  int tM = -1, tK = -1, tC = -1, tPa = -1;
+  if (s.phi) {
+    // §3.4: wider models are more robust (mu >= 0); the penalty grows with excess depth (gamma >= 0)
+    tM = add_nl("mu", 0, kExpHi, {0, 0.5, 1});
+    if (s.power) {
+      tC = add_nl("c", 1e-6, 1e4, {0.5, 2, 8});
+      tPa = add_nl("a", -2, 3, {0.2, 0.45, 0.7});
+    } else {
+      tK = add_nl("kappa", 0, 100, {1, 1.5, 2, 2.5, 3, 4, 6});
+    }
+  }
+  m.lin_lo.assign(m.lin_names.size(), -std::numeric_limits<double>::infinity());
+  if (iG >= 0) m.lin_lo[iG] = 0;
+  const int k = m.n_nl();
+  const bool relative = s.relative, power = s.power;
+  m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
+    const int nlin = (int)(1 + (iB >= 0) + (iBT >= 0) + (iG >= 0) + (iE >= 0));
+    for (int j = 0; j < nlin * k; ++j) dg[j] = 0;
+    double lnN = std::log(x.N);
+    g[0] = std::exp(-th[tA] * lnN);
+    dg[0 * k + tA] = -lnN * g[0];
+    if (iB >= 0) {
+      double lnT = std::log(x.T);
+      g[iB] = std::exp(-th[tD] * lnT);
+      dg[iB * k + tD] = -lnT * g[iB];
+    }
+    if (iBT >= 0) g[iBT] = 1;
+    if (iE >= 0) g[iE] = 1;
+    if (iG >= 0) {
+      double lnW = std::log(x.W);
+      double wmu = std::exp(-th[tM] * lnW);  // W^-mu
+      double dcrit, ddc_1 = 0, ddc_2 = 0;       // ∂dcrit/∂(kappa | c), ∂dcrit/∂a
+      if (power) {
+        double wa = std::exp(th[tPa] * lnW);
+        dcrit = th[tC] * wa;
+        ddc_1 = wa;
+        ddc_2 = th[tC] * wa * lnW;
+      } else {
+        dcrit = th[tK] * lnW;
+        ddc_1 = lnW;
+      }
+      double excess = x.D - dcrit;
+      if (excess <= 0 || (relative && dcrit <= 0)) {
+        g[iG] = 0;
+      } else {
+        double dgd;  // ∂g/∂dcrit
+        if (relative) {
+          g[iG] = excess / dcrit * wmu;
+          dgd = -x.D / (dcrit * dcrit) * wmu;
+        } else {
+          g[iG] = excess * wmu;
+          dgd = -wmu;
+        }
+        dg[iG * k + tM] = -lnW * g[iG];
+        if (power) {
+          dg[iG * k + tC] = dgd * ddc_1;
+          dg[iG * k + tPa] = dgd * ddc_2;
+        } else {
+          dg[iG * k + tK] = dgd * ddc_1;
+        }
+      }
+    }
+  };
+  return m;
+}
+
+Model chinchilla(bool T_varies) {
+  Model m;
+  m.name = "chinchilla";
+  m.uses_T = true;
+  m.formula = T_varies ? "L = E + A/N^alpha + B/T^beta" : "L = E + A/N^alpha";
+  m.lin_names = T_varies ? std::vector<std::string>{"E", "A", "B"} : std::vector<std::string>{"E", "A"};
+  m.nl_names = T_varies ? std::vector<std::string>{"alpha", "beta"} : std::vector<std::string>{"alpha"};
+  m.nl_lo.assign(m.nl_names.size(), kExpLo);
+  m.nl_hi.assign(m.nl_names.size(), kExpHi);
+  m.nl_grid.assign(m.nl_names.size(), kExponentGrid);
+  if (!T_varies) {
+    m.not_identifiable = {"B", "beta"};
+    m.notes.push_back("tokens T do not vary: B/T^beta is absorbed into E");
+  }
+  const int k = m.n_nl();
+  m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
+    for (int j = 0; j < (T_varies ? 3 : 2) * k; ++j) dg[j] = 0;
+    g[0] = 1;
+    double lnN = std::log(x.N);
+    g[1] = std::exp(-th[0] * lnN);
+    dg[1 * k + 0] = -lnN * g[1];
+    if (T_varies) {
+      double lnT = std::log(x.T);
+      g[2] = std::exp(-th[1] * lnT);
+      dg[2 * k + 1] = -lnT * g[2];
+    }
+  };
+  return m;
+}
+
+Model kaplan(bool with_E) {
+  Model m;
+  m.name = with_E ? "kaplan-E" : "kaplan";
+  m.formula = with_E ? "L = E + A/N^alpha" : "L = (N_c/N)^alpha_N = A/N^alpha, N_c = A^(1/alpha)";
+  m.lin_names = with_E ? std::vector<std::string>{"E", "A"} : std::vector<std::string>{"A"};
+  m.nl_names = {"alpha"};
+  m.nl_lo = {kExpLo};
+  m.nl_hi = {kExpHi};
+  m.nl_grid = {kExponentGrid};
+  m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
+    int iA = with_E ? 1 : 0;
+    if (with_E) { g[0] = 1; dg[0] = 0; }
+    double lnN = std::log(x.N);
+    g[iA] = std::exp(-th[0] * lnN);
+    dg[iA] = -lnN * g[iA];
+  };
+  return m;
+}
+
+Model tau_model(bool power) {
+  Model m;
+  m.response = "tau";
+  m.name = power ? "tau-power" : "tau-log";
+  m.formula = power ? "tau = c*W^a" : "tau = c*ln W";
+  m.lin_names = {"c"};
+  if (power) {
+    m.nl_names = {"a"};
+    m.nl_lo = {kExpLo};
+    m.nl_hi = {kExpHi};
+    m.nl_grid = {kExponentGrid};
+  }
+  m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
+    double lnW = std::log(x.W);
+    if (power) {
+      g[0] = std::exp(th[0] * lnW);
+      dg[0] = lnW * g[0];
+    } else {
+      g[0] = lnW;
+    }
+  };
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> Model::param_names() const {
+  std::vector<std::string> names = lin_names;
+  names.insert(names.end(), nl_names.begin(), nl_names.end());
+  return names;
+}
+
+int Model::index_of(const std::string& n) const {
+  auto names = param_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == n) return (int)i;
+  return -1;
+}
+
+double Model::predict(const Point& x, const Eigen::VectorXd& p) const {
+  double g[16], dg[256];
+  basis(x, p.data() + n_lin(), g, dg);
+  double f = 0;
+  for (int j = 0; j < n_lin(); ++j) f += p[j] * g[j];
+  return f;
+}
+
+double Model::predict_grad(const Point& x, const Eigen::VectorXd& p, Eigen::VectorXd& grad) const {
+  double g[16], dg[256];
+  const int m = n_lin(), k = n_nl();
+  basis(x, p.data() + m, g, dg);
+  grad.setZero(m + k);
+  double f = 0;
+  for (int j = 0; j < m; ++j) {
+    f += p[j] * g[j];
+    grad[j] = g[j];
+    for (int t = 0; t < k; ++t) grad[m + t] += p[j] * dg[j * k + t];
+  }
+  return f;
+}
+
+double Model::dcrit(double W, const Eigen::VectorXd& p) const {
+  if (dcrit_form == "log") return p[index_of("kappa")] * std::log(W);
+  if (dcrit_form == "power") return p[index_of("c")] * std::pow(W, p[index_of("a")]);
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+const std::vector<ModelInfo>& model_catalog() {
+  static const std::vector<ModelInfo> catalog = {
+      {"paper-log", "loss", "paper ansatz §3.4, D_crit = kappa*ln W"},
+      {"paper-power", "loss", "paper ansatz §3.4, D_crit = c*W^a"},
+      {"no-phi", "loss", "ablation: paper ansatz without the depth penalty Phi"},
+      {"paper-log-E", "loss", "ablation: paper-log plus an irreducible loss E"},
+      {"kaplan", "loss", "Kaplan 2020: L = (N_c/N)^alpha_N"},
+      {"kaplan-E", "loss", "L = E + A/N^alpha"},
+      {"chinchilla", "loss", "Chinchilla approach 3: L = E + A/N^alpha + B/T^beta"},
+      {"tau-power", "tau", "gradient persistence: tau = c*W^a (probe-grads table)"},
+      {"tau-log", "tau", "gradient persistence: tau = c*ln W (probe-grads table)"},
+  };
+  return catalog;
+}
+
+Model make_model(const std::string& name, const ModelOptions& o) {
+  PaperSpec s;
+  s.relative = o.phi_relative;
+  s.T_varies = o.T_varies;
+  if (name == "paper-log") return paper_family(name, s);
+  if (name == "paper-power") { s.power = true; return paper_family(name, s); }
+  if (name == "no-phi") { s.phi = false; return paper_family(name, s); }
+  if (name == "paper-log-E") { s.with_E = true; return paper_family(name, s); }
+  if (name == "kaplan") return kaplan(false);
+  if (name == "kaplan-E") return kaplan(true);
+  if (name == "chinchilla") return chinchilla(o.T_varies);
+  if (name == "tau-power") return tau_model(true);
+  if (name == "tau-log") return tau_model(false);
+  std::string all;
+  for (const auto& m : model_catalog()) all += (all.empty() ? "" : ", ") + m.name;
+  throw Error("unknown model '" + name + "' (known: " + all + ")");
+}
+
+}  // namespace shapelaw::fit

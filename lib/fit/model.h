@@ -1,0 +1,60 @@
+#pragma once
+// The registry of named laws. Every law is separable: prediction = Σ_j c_j·g_j(x; θ)
+// with linear coefficients c (solved exactly by variable projection) and nonlinear
+// parameters θ (searched by Levenberg–Marquardt), so one optimizer fits them all.
+// Adding a law = one entry in model.cpp (basis functions with analytic ∂g/∂θ).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+namespace shapelaw::fit {
+
+struct Point {
+  double D = 0, W = 0, N = 0, T = 0;
+  double y = 0;       // observed response (loss or tau)
+  double weight = 1;  // case weight (1, or 1/se² with --weights se)
+};
+
+struct Model {
+  std::string name, formula;
+  std::string response = "loss";  // "loss" or "tau"
+  std::vector<std::string> lin_names, nl_names;
+  std::vector<double> lin_lo;  // lower bounds of linear coefficients (empty: none)
+  std::vector<double> nl_lo, nl_hi;
+  std::vector<std::vector<double>> nl_grid;  // multi-start grid per nonlinear parameter
+  // g[j] for j < n_lin; dg[j*n_nl + t] = ∂g_j/∂θ_t.
+  std::function<void(const Point&, const double* theta, double* g, double* dg)> basis;
+  std::vector<std::string> not_identifiable;  // paper names dropped because inputs do not vary
+  std::vector<std::string> notes;
+  std::string dcrit_form;  // "", "log" (kappa) or "power" (c, a)
+  bool has_phi = false, uses_T = false;
+
+  int n_lin() const { return static_cast<int>(lin_names.size()); }
+  int n_nl() const { return static_cast<int>(nl_names.size()); }
+  int n_params() const { return n_lin() + n_nl(); }
+  // Full parameter vector p = [c (lin_names), θ (nl_names)]; param_names in that order.
+  std::vector<std::string> param_names() const;
+  int index_of(const std::string& name) const;  // -1 if absent
+  double predict(const Point& x, const Eigen::VectorXd& p) const;
+  // ∂prediction/∂p (size n_params); returns the prediction.
+  double predict_grad(const Point& x, const Eigen::VectorXd& p, Eigen::VectorXd& grad) const;
+  // D_crit(W) for laws with a Φ term (NaN otherwise).
+  double dcrit(double W, const Eigen::VectorXd& p) const;
+};
+
+struct ModelOptions {
+  bool phi_relative = false;  // Φ = γ·max(0,D−D_crit)/(W^μ·D_crit) instead of /W^μ
+  bool T_varies = true;       // false: B/T^δ collapses to a constant (not identifiable)
+};
+
+// Every registered name, in display order, with its response and one-line description.
+struct ModelInfo {
+  std::string name, response, description;
+};
+const std::vector<ModelInfo>& model_catalog();
+// Throws Error for an unknown name.
+Model make_model(const std::string& name, const ModelOptions& options);
+
+}  // namespace shapelaw::fit

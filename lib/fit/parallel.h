@@ -1,0 +1,14 @@
+#pragma once
+// A minimal work-sharing loop over std::thread: fn(i) for i in [0, n), items handed
+// out one at a time from an atomic counter. Results must not depend on which thread
+// ran an item (callers seed per item, not per thread), so output is reproducible for
+// any --threads. The first exception thrown by fn is rethrown in the caller.
+#include <cstddef>
+#include <functional>
+
+namespace shapelaw::fit {
+
+int default_threads();  // std::thread::hardware_concurrency(), at least 1
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn);
+
+}  // namespace shapelaw::fit

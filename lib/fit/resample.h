@@ -1,0 +1,41 @@
+#pragma once
+// Refits on perturbed data: case bootstrap (by group when groups are given),
+// leave-one-out (leave-one-group-out), and fit-small-predict-large extrapolation.
+// Every bootstrap draw b uses its own generator seeded from (seed, b), so results
+// do not depend on the number of threads.
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "fit/fitter.h"
+
+namespace shapelaw::fit {
+
+struct BootstrapResult {
+  int requested = 0, failed = 0, not_converged = 0;
+  std::vector<Eigen::VectorXd> draws;  // successful draws, param_names order
+};
+
+BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const std::vector<int>& groups,
+                          const FitResult& full, const FitOptions& o, int B, uint64_t seed);
+
+// Prediction for every point from a fit without its group (NaN where the refit failed).
+std::vector<double> leave_one_out(const Model& m, const std::vector<Point>& pts, const std::vector<int>& groups,
+                                  const FitResult& full, const FitOptions& o);
+
+struct Extrapolation {
+  bool done = false;
+  std::string reason;  // when not done
+  int n_train = 0, n_test = 0;
+  double n_threshold = 0;  // smallest N held out
+  double rmse = 0, mean_error = 0, max_abs_error = 0;
+  std::vector<int> test_index;
+  std::vector<double> predicted;
+};
+// Fits on the rows with the smallest N and predicts the largest fraction `holdout`.
+Extrapolation extrapolate(const Model& m, const std::vector<Point>& pts, const FitOptions& o, double holdout);
+
+uint64_t splitmix64(uint64_t x);
+
+}  // namespace shapelaw::fit

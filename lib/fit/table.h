@@ -1,0 +1,61 @@
+#pragma once
+// Data table loading for fit-law: summary.json files (or directories of them),
+// CSV and JSONL tables, with a column mapping. Every row remembers the file and
+// line it came from, so bad input is reported as "file:line: what".
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shapelaw::fit {
+
+// Canonical fields a row can carry. Only depth, width and the response (loss, or
+// tau for a probe-grads table) are required.
+struct Row {
+  std::string source;  // file path
+  long long line = 0;  // 1-based line (0 for a whole-file summary.json)
+  std::string run, group;
+  double depth = 0, width = 0;
+  double loss = 0;           // response: loss (or tau for tau tables)
+  double loss_se = -1;       // < 0: absent
+  double params = -1;        // total parameter count, < 0: absent
+  double params_nonemb = -1; // non-embedding count, < 0: absent
+  double tokens = -1;        // < 0: absent
+  double compute = -1;       // < 0: absent
+  double N = 0, T = 0;       // resolved model inputs (see resolve_inputs)
+};
+
+// One mapping entry: canonical field <- source column (or dotted JSON path),
+// multiplied by scale (e.g. "tokens=tokens_b*1e9").
+struct ColumnSpec {
+  std::string column;
+  double scale = 1.0;
+};
+
+struct LoadOptions {
+  std::map<std::string, ColumnSpec> columns;  // explicit --col mappings
+  bool tau_table = false;      // response is the column "tau" (probe-grads table)
+  bool skip_bad_rows = false;  // warn and skip instead of failing
+};
+
+struct LoadResult {
+  std::vector<Row> rows;
+  std::vector<std::string> files;     // every file read, in order
+  std::vector<std::string> warnings;  // skipped rows, duplicates
+};
+
+// Canonical field names accepted by --col.
+const std::vector<std::string>& canonical_fields();
+// Parses "field=column[*scale]"; throws Error on a bad spec or unknown field.
+std::pair<std::string, ColumnSpec> parse_column_spec(const std::string& spec);
+
+// Expands directories (recursively, every summary.json / *.csv / *.jsonl inside)
+// and glob patterns; throws Error naming a path that matches nothing.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
+
+LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions& options);
+
+// How N is chosen: "auto" (non-embedding count if every row has it, else 12·D·W²),
+// "12dw2", "total", "nonembedding". T comes from tokens, else compute/(6N).
+void resolve_inputs(std::vector<Row>& rows, const std::string& n_source);
+
+}  // namespace shapelaw::fit

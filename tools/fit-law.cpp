@@ -1,0 +1,117 @@
+// fit-law: fit named scaling laws to run results with honest uncertainty.
+// All logic lives in lib/fit/; this file only parses flags and wires outputs.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "fit/law.h"
+#include "fit/model.h"
+#include "fit/report.h"
+#include "fit/table.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/tool_main.h"
+
+using namespace shapelaw;
+
+int main(int argc, char** argv) {
+  return tool_main("fit-law", [&]() -> int {
+    CLI::App app{"Fit scaling laws (paper ansatz, ablations, Kaplan, Chinchilla, gradient persistence)\n"
+                 "to summary.json files, directories of them, or CSV/JSONL tables."};
+    std::vector<std::string> inputs, col_specs, models;
+    fit::LawOptions o;
+    std::string loss = "huber", space = "log", phi = "absolute", format = "table", out_path, pred_path;
+    std::string weights = "none", compute_range = "1e18:1e24";
+    double delta = 1e-3;
+    bool list_models = false, skip_bad = false, no_loo = false;
+    int threads = 0;
+    app.add_option("inputs", inputs, "summary.json files, directories (searched for summary.json), globs, .csv, .jsonl");
+    app.add_option("--col", col_specs, "column mapping FIELD=COLUMN[*SCALE], e.g. tokens=tokens_b*1e9 "
+                                       "(fields: run group depth width loss tau loss_se params params_nonembedding tokens compute)");
+    app.add_option("--model,-m", models, "laws to fit (repeat or comma-separate; default: every law for the response)")
+        ->delimiter(',');
+    app.add_flag("--tau", o.tau, "input is a probe-grads tau table (fits tau-power and tau-log against width)");
+    app.add_flag("--list-models", list_models, "list the laws and exit");
+    app.add_option("--loss", loss, "objective: huber or ls (least squares)")->check(CLI::IsMember({"huber", "ls"}));
+    app.add_option("--huber-delta", delta, "Huber delta (residual units of --space)")->check(CLI::PositiveNumber);
+    app.add_option("--space", space, "residuals in log space (ln f - ln y) or loss space (f - y)")
+        ->check(CLI::IsMember({"log", "loss"}));
+    app.add_option("--phi", phi, "depth penalty: absolute = gamma*max(0,D-Dcrit)/W^mu (§3.4, default); "
+                                 "relative = .../(W^mu*Dcrit) (appendix A.2)")
+        ->check(CLI::IsMember({"absolute", "relative"}));
+    app.add_option("--bootstrap,-B", o.bootstrap, "bootstrap resamples (0: none)")->check(CLI::NonNegativeNumber);
+    app.add_option("--seed", o.seed, "bootstrap seed");
+    app.add_option("--threads,-j", threads, "worker threads (0: all cores)")->check(CLI::NonNegativeNumber);
+    app.add_option("--holdout", o.holdout, "fraction of rows with the largest N held out by the extrapolation check (0: off)")
+        ->check(CLI::Range(0.0, 0.9));
+    app.add_flag("--no-loo", no_loo, "skip leave-one-out cross-validation");
+    app.add_option("--n", o.n_source, "parameter count N: auto (non-embedding if every row has it, else 12*D*W^2), "
+                                      "12dw2, total, nonembedding")
+        ->check(CLI::IsMember({"auto", "12dw2", "total", "nonembedding"}));
+    app.add_option("--weights", weights, "none, or se (weight rows by 1/loss_se^2)")->check(CLI::IsMember({"none", "se"}));
+    app.add_option("--dcrit-widths", o.dcrit_widths, "widths at which D_crit is reported with CIs")->delimiter(',');
+    app.add_option("--compute-range", compute_range, "C_MIN:C_MAX for the compute-optimal search (FLOPs)");
+    app.add_option("--optimal-draws", o.optimal_draws, "bootstrap draws carried through the compute-optimal search")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--select", o.select, "model selection criterion")->check(CLI::IsMember({"aicc", "aic", "bic", "loo"}));
+    app.add_option("--max-iterations", o.fit.lm.max_iterations, "LM iteration limit per start")->check(CLI::PositiveNumber);
+    app.add_option("--out,-o", out_path, "write the fit record (fit.json) here");
+    app.add_option("--predictions", pred_path, "write per-row predictions and residuals (CSV) here");
+    app.add_option("--format", format, "stdout: table, markdown, csv or json")
+        ->check(CLI::IsMember({"table", "markdown", "csv", "json"}));
+    app.add_flag("--skip-bad-rows", skip_bad, "warn about and skip bad rows instead of failing");
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      std::fprintf(stderr, "fit-law: error: %s (see --help)\n", e.what());
+      return 2;
+    }
+    if (list_models) {
+      for (const auto& m : fit::model_catalog()) {
+        auto model = fit::make_model(m.name, {});
+        std::cout << m.name << "\t" << m.response << "\t" << model.formula << "\t" << m.description << "\n";
+      }
+      return 0;
+    }
+    if (inputs.empty()) {
+      std::fprintf(stderr, "fit-law: error: no input given (see --help)\n");
+      return 2;
+    }
+    auto colon = compute_range.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("");
+      o.optimal.c_min = std::stod(compute_range.substr(0, colon));
+      o.optimal.c_max = std::stod(compute_range.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw Error("--compute-range '" + compute_range + "': expected C_MIN:C_MAX, e.g. 1e18:1e24");
+    }
+    if (!(o.optimal.c_min > 0 && o.optimal.c_max > o.optimal.c_min))
+      throw Error("--compute-range: need 0 < C_MIN < C_MAX");
+    o.fit.objective.kind = loss == "ls" ? fit::Objective::LeastSquares : fit::Objective::Huber;
+    o.fit.objective.delta = delta;
+    o.fit.log_space = space == "log";
+    o.fit.threads = threads;
+    o.phi_relative = phi == "relative";
+    o.weights_se = weights == "se";
+    o.loo = !no_loo;
+    o.models = models;
+    for (const auto& m : models) fit::make_model(m, {});  // unknown names fail before any work
+
+    fit::LoadOptions lo;
+    lo.tau_table = o.tau;
+    lo.skip_bad_rows = skip_bad;
+    for (const auto& spec : col_specs) lo.columns.insert(fit::parse_column_spec(spec));
+    fit::LoadResult data = fit::load_tables(inputs, lo);
+    for (const auto& w : data.warnings) std::fprintf(stderr, "fit-law: warning: %s\n", w.c_str());
+    fit::resolve_inputs(data.rows, o.n_source);
+    fit::LawOutput result = fit::run_fit_law(data.rows, data.files, data.warnings, o);
+    if (!out_path.empty()) write_file_atomic(out_path, result.record.dump(2) + "\n");
+    if (!pred_path.empty()) write_file_atomic(pred_path, fit::predictions_csv(result.predictions));
+    std::cout << fit::render_record(result.record, format);
+    return 0;
+  });
+}
