@@ -1,0 +1,25 @@
+#pragma once
+// Data parallelism over torch's c10d process groups, configured from the environment
+// torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or Slurm
+// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) sets. world == 1 needs no process group.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace shapelaw {
+
+struct Distributed {
+  int rank = 0, world = 1, local_rank = 0;
+  std::shared_ptr<void> group;  // the c10d process group (opaque here)
+
+  static Distributed from_env(const std::string& device);
+  static bool available();  // whether this build can run world > 1
+  // rank 0's parameters to every rank
+  void broadcast_parameters(const std::vector<torch::Tensor>& params) const;
+  // mean of every gradient (bucketed all-reduce) and of the loss sum, across ranks
+  void average_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) const;
+};
+
+}  // namespace shapelaw

@@ -1,0 +1,272 @@
+// The train tool end to end on a tiny synthetic shard set: outputs, exact resume after
+// SIGKILL, refusal of a changed config, clear errors. Torch-free (runs the binary).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "shards/writer.h"
+#include "test_support.h"
+#include "train/train_config.h"
+#include "util/atomic_file.h"
+
+using namespace shapelaw;
+using namespace shapelaw::test;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Documents following a noisy affine recurrence over a 64-token vocabulary: learnable,
+// so the loss must fall within a few steps.
+std::string make_dataset(const std::string& dir) {
+  TokenizerInfo tok;
+  tok.vocab_size = 64;
+  tok.eos_id = 0;
+  tok.model_sha256 = std::string(64, 'a');
+  tok.sentencepiece_version = "test";
+  ShardOptions opt;
+  opt.shard_tokens = 4096;
+  opt.frame_tokens = 512;
+  opt.validation_fraction = 0.1;
+  ShardSetWriter writer(dir, tok, opt);
+  std::mt19937_64 rng(7);
+  for (int d = 0; d < 300; ++d) {
+    std::vector<uint32_t> doc;
+    uint32_t t = 1 + rng() % 63;
+    for (int i = 0; i < 80; ++i) {
+      doc.push_back(t);
+      t = (rng() % 8 == 0) ? 1 + rng() % 63 : 1 + (t * 5 + 3) % 63;
+    }
+    writer.add_document(doc);
+  }
+  writer.finish();
+  return dir;
+}
+
+const std::string& dataset() {
+  static TempDir dir;
+  static std::string path = make_dataset(dir.path() + "/shards");
+  return path;
+}
+
+std::string base_args(const std::string& out) {
+  return bin("train") + " --data " + dataset() + " --out " + out +
+         " --depth 2 --width 32 --head-dim 16 --seq-len 32 --micro-batch 2 --batch-tokens 128"
+         " --warmup-steps 2 --lr 3e-3 --min-lr 3e-4 --threads 1 --peak-flops 1e10 --val-tokens 1024"
+         " --log-every 0";
+}
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) lines.push_back(json::parse(line));
+  return lines;
+}
+
+std::vector<double> train_losses(const std::string& out) {
+  std::vector<double> losses;
+  for (auto& j : read_jsonl(out + "/metrics.jsonl"))
+    if (j["kind"] == "train") losses.push_back(j["loss"].get<double>());
+  return losses;
+}
+
+}  // namespace
+
+TEST_CASE("learning-rate schedule: linear warmup then cosine to min_lr") {
+  TrainConfig c;
+  c.steps = 110;
+  c.warmup_steps = 10;
+  CHECK(c.lr_at(0) == Approx(3e-5));
+  CHECK(c.lr_at(9) == Approx(3e-4));
+  CHECK(c.lr_at(10) == Approx(3e-4));
+  CHECK(c.lr_at(109) == Approx(3e-5));
+  CHECK(c.lr_at(59) < 3e-4);
+  CHECK(c.lr_at(59) > 3e-5);
+  c.warmup_fraction = 0.5;
+  CHECK(c.warmup() == 55);
+  c.tokens = 1000;
+  c.steps = 0;
+  c.batch_tokens = 300;
+  CHECK(c.total_steps() == 4);
+  CHECK(train_config_from_json(to_json(c)).warmup_fraction == 0.5);
+  CHECK_THROWS_WITH(train_config_from_json(json{{"lrr", 1}}), Catch::Contains("unknown key 'lrr'"));
+}
+
+TEST_CASE("train: a short run writes metrics, grad norms and the summary") {
+  TempDir tmp;
+  std::string out = tmp.path() + "/run";
+  auto r = run(base_args(out) + " --steps 30 --val-every 10 --probe-steps 1,30 --checkpoint-every 10");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("params total") != std::string::npos);
+
+  json s = json::parse(read_file(out + "/summary.json"));
+  CHECK(s["format"] == "shapelaw.summary");
+  CHECK(s["version"] == 1);
+  CHECK(s["run_id"] == "run");
+  CHECK(s["depth"] == 2);
+  CHECK(s["width"] == 32);
+  CHECK(s["heads"] == 2);
+  CHECK(s["vocab_size"] == 64);
+  CHECK(s["steps"] == 30);
+  CHECK(s["tokens"] == 30 * 128);
+  CHECK(s["params"]["paper_12DW2"] == 12 * 2 * 32 * 32);
+  CHECK(s["compute_flops"].get<double>() == Approx(6.0 * s["params"]["non_embedding"].get<double>() * 30 * 128));
+  CHECK(s["final_val_loss"].is_number());
+  CHECK(s["final_train_loss_se"].is_number());
+  CHECK(s["final_train_loss_steps"] == 3);
+  for (auto k : {"git_rev", "data_manifest_sha256", "tokenizer_sha256", "config", "wall_seconds", "flops_per_token"})
+    CHECK(s.contains(k));
+
+  auto lines = read_jsonl(out + "/metrics.jsonl");
+  int train = 0, val = 0;
+  for (auto& j : lines) {
+    if (j["kind"] == "train") {
+      ++train;
+      for (auto k : {"step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "data_wait_ms"})
+        CHECK(j.contains(k));
+    } else {
+      ++val;
+      CHECK(j["val_loss"].is_number());
+    }
+  }
+  CHECK(train == 30);
+  CHECK(val == 3);  // steps 10, 20 and the end
+  auto losses = train_losses(out);
+  double last = (losses[27] + losses[28] + losses[29]) / 3;
+  CHECK(last < losses[0] - 0.5);  // it learns
+  CHECK(s["final_train_loss"].get<double>() == Approx(last));
+  CHECK(lines.back()["val_loss"].get<double>() == s["final_val_loss"].get<double>());
+
+  std::string csv = read_file(out + "/grad_norms.csv");
+  CHECK(csv.rfind("step,layer,component,norm\n", 0) == 0);
+  CHECK(csv.find("\n1,0,attn,") != std::string::npos);
+  CHECK(csv.find("\n30,1,block,") != std::string::npos);
+  CHECK(csv.find("\n30,-1,embedding,") != std::string::npos);
+
+  // keep-checkpoints 3 (default): steps 10, 20, 30 present, all complete
+  CHECK(fs::exists(out + "/checkpoints/step_000000000030/COMPLETE"));
+  CHECK(fs::exists(out + "/checkpoints/step_000000000010/COMPLETE"));
+
+  // rerunning a finished run resumes at the end and changes nothing
+  auto again = run(base_args(out) + " --steps 30 --val-every 10 --probe-steps 1,30 --checkpoint-every 10");
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK(train_losses(out) == losses);
+}
+
+TEST_CASE("train: SIGKILL mid-run, resume: the loss sequence is bit-identical") {
+  TempDir tmp;
+  const std::string straight = tmp.path() + "/straight", killed = tmp.path() + "/killed",
+                    torn = tmp.path() + "/torn";
+  const std::string opts = " --steps 12 --checkpoint-every 4 --keep-checkpoints 2 --probe-steps 6,10";
+  REQUIRE(run(base_args(straight) + opts).exit_code == 0);
+  auto reference = train_losses(straight);
+  REQUIRE(reference.size() == 12);
+
+  // killed after step 7: resumes from step 4, steps 5-7 are recomputed
+  auto k = run(base_args(killed) + opts + " --debug-kill-at-step 7");
+  CHECK(k.exit_code == 128 + 9);
+  CHECK(train_losses(killed).size() == 7);
+  CHECK_FALSE(fs::exists(killed + "/summary.json"));
+  auto r = run(base_args(killed) + opts + " --resume");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("resuming from") != std::string::npos);
+  CHECK(train_losses(killed) == reference);  // exact equality, not a tolerance
+  json a = json::parse(read_file(straight + "/summary.json")), b = json::parse(read_file(killed + "/summary.json"));
+  CHECK(a["final_val_loss"] == b["final_val_loss"]);
+  CHECK(a["final_train_loss"] == b["final_train_loss"]);
+  CHECK(read_file(straight + "/grad_norms.csv") == read_file(killed + "/grad_norms.csv"));
+  // keep 2: only steps 8 and 12 left
+  CHECK_FALSE(fs::exists(killed + "/checkpoints/step_000000000004"));
+  CHECK(fs::exists(killed + "/checkpoints/step_000000000008/COMPLETE"));
+
+  // killed inside the checkpoint write of step 8: that checkpoint never appears
+  auto t = run(base_args(torn) + opts + " --debug-kill-at-step 8 --debug-kill-phase checkpoint");
+  CHECK(t.exit_code == 128 + 9);
+  CHECK_FALSE(fs::exists(torn + "/checkpoints/step_000000000008"));
+  auto rt = run(base_args(torn) + opts);  // plain rerun resumes too
+  INFO(rt.output);
+  REQUIRE(rt.exit_code == 0);
+  CHECK(rt.output.find("step 4") != std::string::npos);
+  CHECK(train_losses(torn) == reference);
+  for (auto& e : fs::directory_iterator(torn + "/checkpoints"))
+    CHECK(e.path().filename().string().rfind(".tmp-", 0) != 0);
+}
+
+TEST_CASE("train: a changed configuration is refused on resume") {
+  TempDir tmp;
+  std::string out = tmp.path() + "/run";
+  REQUIRE(run(base_args(out) + " --steps 4 --checkpoint-every 2").exit_code == 0);
+  auto r = run(base_args(out) + " --steps 4 --checkpoint-every 2 --weight-decay 0.2");
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("differs from the checkpoint") != std::string::npos);
+  CHECK(r.output.find("weight_decay") != std::string::npos);
+  auto none = run(base_args(tmp.path() + "/fresh") + " --steps 4 --resume");
+  CHECK(none.exit_code == 1);
+  CHECK(none.output.find("no complete checkpoint") != std::string::npos);
+}
+
+TEST_CASE("train: clear errors for bad data, outputs and diverging runs") {
+  TempDir tmp;
+  auto no_data = run(bin("train") + " --data " + tmp.path() + "/nowhere --out " + tmp.path() + "/o --steps 2");
+  CHECK(no_data.exit_code == 1);
+  CHECK(no_data.output.find("train: error:") != std::string::npos);
+  CHECK(no_data.output.find("manifest") != std::string::npos);
+
+  // corrupt a copy of the shards: flip bytes in the middle of every train shard
+  std::string bad = tmp.path() + "/bad";
+  fs::copy(dataset(), bad, fs::copy_options::recursive);
+  for (auto& e : fs::directory_iterator(bad)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("train", 0) != 0) continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(fs::file_size(e.path()) / 2));
+    f.write("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+  }
+  std::string args = base_args(tmp.path() + "/o");
+  args.replace(args.find(dataset()), dataset().size(), bad);
+  auto corrupt = run(args + " --steps 40");
+  INFO(corrupt.output);
+  CHECK(corrupt.exit_code == 1);
+  CHECK(corrupt.output.find("train: error:") != std::string::npos);
+  CHECK(corrupt.output.find("terminate") == std::string::npos);
+
+  auto unwritable = run(base_args("/proc/shapelaw-nope") + " --steps 2");
+  CHECK(unwritable.exit_code == 1);
+  CHECK(unwritable.output.find("/proc/shapelaw-nope") != std::string::npos);
+
+  std::string out = tmp.path() + "/nan";
+  auto nan = run(base_args(out) + " --steps 20 --checkpoint-every 1 --lr 1e30 --min-lr 1e30 --warmup-steps 0 --grad-clip 0");
+  INFO(nan.output);
+  CHECK(nan.exit_code == 1);
+  CHECK(nan.output.find("non-finite") != std::string::npos);
+  CHECK_FALSE(fs::exists(out + "/summary.json"));
+
+  auto bad_shape = run(base_args(tmp.path() + "/shape") + " --steps 2 --head-dim 12");
+  CHECK(bad_shape.exit_code == 1);
+  CHECK(bad_shape.output.find("must divide width") != std::string::npos);
+}
+
+TEST_CASE("train: --config JSON supplies defaults, flags override") {
+  TempDir tmp;
+  std::string cfg = tmp.path() + "/c.json";
+  write_file_atomic(cfg, json{{"steps", 3}, {"lr", 1e-3}, {"model", {{"depth", 1}, {"width", 32}}}}.dump());
+  std::string out = tmp.path() + "/run";
+  auto r = run(base_args(out) + " --config " + cfg + " --depth 1 --steps 2");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json s = json::parse(read_file(out + "/summary.json"));
+  CHECK(s["steps"] == 2);
+  CHECK(s["depth"] == 1);
+  CHECK(s["config"]["lr"] == 3e-3);  // base_args gives --lr 3e-3 on the command line
+}
