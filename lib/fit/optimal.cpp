@@ -46,7 +46,7 @@ OptimalCurve compute_optimal(const Model& m, const Eigen::VectorXd& p, const Opt
     for (int di = 0; di < o.n_d; ++di) {
       double D = std::exp(std::log(o.d_min) + (std::log(o.d_max) - std::log(o.d_min)) * di / std::max(1, o.n_d - 1));
       Ds[di] = D;
-      const int S = 48;
+      const int S = 24;
       int best = 0;
       double bestL = std::numeric_limits<double>::infinity();
       for (int s = 0; s <= S; ++s) {
@@ -56,7 +56,7 @@ OptimalCurve compute_optimal(const Model& m, const Eigen::VectorXd& p, const Opt
       double a = lw0 + (lw1 - lw0) * std::max(0, best - 1) / S, b = lw0 + (lw1 - lw0) * std::min(S, best + 1) / S;
       const double g = 0.5 * (std::sqrt(5.0) - 1);
       double x1 = b - g * (b - a), x2 = a + g * (b - a), f1 = L(D, x1), f2 = L(D, x2);
-      for (int it = 0; it < 80 && b - a > 1e-10; ++it) {
+      for (int it = 0; it < 80 && b - a > 1e-9; ++it) {
         if (f1 < f2) { b = x2; x2 = x1; f2 = f1; x1 = b - g * (b - a); f1 = L(D, x1); }
         else { a = x1; x1 = x2; f1 = f2; x2 = a + g * (b - a); f2 = L(D, x2); }
       }

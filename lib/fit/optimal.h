@@ -18,7 +18,7 @@ struct OptimalOptions {
   double c_min = 1e18, c_max = 1e24;
   int n_c = 13;
   double d_min = 1, d_max = 1000;
-  int n_d = 121;
+  int n_d = 61;
   double w_min = 16, w_max = 1e6;
 };
 
