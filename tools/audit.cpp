@@ -28,10 +28,15 @@ using namespace shapelaw::audit;
 
 namespace {
 
-void emit(const Report& report, const std::string& format_text, const std::string& output) {
+Format checked_format(const std::string& format_text) {
   Format format;
   if (!parse_format(format_text, format))
     throw Error("--format '" + format_text + "': expected markdown, csv or json");
+  return format;
+}
+
+void emit(const Report& report, const std::string& format_text, const std::string& output) {
+  Format format = checked_format(format_text);
   std::string text = render(report, format);
   if (output.empty() || output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -101,6 +106,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       return app.exit(e) == 0 ? 0 : 2;
     }
+    checked_format(format);
     co.keep_going = keep_going;
     co.paper_claims = !no_claims;
     if (!parse_mlp(mlp_text, co.mlp)) throw Error("--mlp '" + mlp_text + "': expected gelu, swiglu or geglu");

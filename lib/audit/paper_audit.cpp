@@ -66,16 +66,21 @@ ReportTable thresholds_table(const ThreeLaws& L) {
            fixed(vl, 2), fixed(vt, 1), fixed(v10, 1), by, p.verdict.empty() ? "—" : p.verdict, ratio, check},
           std::move(j));
   }
+  auto v = [&](double w) { return fixed(dcrit(L.log.point, w), 2); };
+  auto r = [&](double d, double w) { return fixed(d / dcrit(L.log.point, w), 2); };
   t.notes = {
       "Table 4 (κ = 2.43) is reproduced to its printed precision; Table 8's \"~23/~24/~22\" are the same values rounded, and its "
-      "\"4x / 5x / 3.6x\" verdicts match D/D_crit = 4.19, 4.94, 3.66 only loosely (3.6 = 80/22 with the rounded D_crit; 80/21.87 = 3.66).",
+      "\"4x / 5x / 3.6x\" verdicts agree with D/D_crit = " + r(96, 12288) + ", " + r(118, 18432) + ", " + r(80, 8192) +
+          " at the precision printed (3.6 is 80/22 with the rounded D_crit, or 3.65 truncated).",
       "Table 4 names the 80×8192 model \"Llama-3 (70B)\", Table 8 \"Llama 2 (70B)\": both have 80 layers × 8192, so the numbers agree "
       "but the labels do not.",
-      "Appendix C.0.34–C.0.37 print 22.6, 23.6, 21.6, 20.0 for GPT-3, PaLM, Llama 2, Mistral 7B: 2.43·ln W gives 22.88, 23.86, 21.90, "
-      "20.21, so the appendix arithmetic is 0.2–0.3 layers low (it contradicts Table 4, which prints 22.9/23.9/21.9).",
-      "§4.8 attributes D_crit ≈ 24.1 at W = 2816 to D_crit ∝ W^0.44, but the paper's own constants give 19.3 (2.43·ln W) or 67.9 "
-      "(2.06·W^0.44); only a power law re-fitted to Table 10 (c₁₀ ≈ " + fixed(L.t10.point.c, 3) + ") comes close (" +
-          fixed(dcrit(L.t10.point, 2816), 1) + ")."};
+      "Appendix C.0.34–C.0.37 print 22.6, 23.6, 21.6, 20.0 for GPT-3, PaLM, Llama 2, Mistral 7B; 2.43·ln W gives " + v(12288) + ", " +
+          v(18432) + ", " + v(8192) + ", " + v(4096) +
+          ": the appendix arithmetic is 0.2–0.3 layers low and contradicts Table 4 (22.9/23.9/21.9). §4.2's 16.9 at W = 1024 "
+          "is " + v(1024) + " (a rounding slip).",
+      "§4.8 attributes D_crit ≈ 24.1 at W = 2816 to D_crit ∝ W^0.44, but the paper's own constants give " + fixed(dcrit(L.log.point, 2816), 1) +
+          " (2.43·ln W) or " + fixed(dcrit(L.tau.point, 2816), 1) + " (2.06·W^0.44); only a power law re-fitted to Table 10 (c₁₀ = " +
+          fixed(L.t10.point.c, 3) + ") comes close (" + fixed(dcrit(L.t10.point, 2816), 1) + ")."};
   return t;
 }
 
@@ -96,13 +101,19 @@ ReportTable laws_table(const ThreeLaws& L, const std::vector<int64_t>& widths) {
            fixed(vt / vl, 2)},
           std::move(j));
   }
+  auto at = [&](double w) {
+    return "at W = " + fixed(w, 0) + " τ = " + fixed(dcrit(L.tau.point, w), 1) + " vs " + fixed(dcrit(L.log.point, w), 1) + " (" +
+           fixed(dcrit(L.tau.point, w) / dcrit(L.log.point, w), 1) + "×)";
+  };
   t.notes = {
       "2.43·ln W is the form of Table 1, §4.2 and Tables 4/8; 2.06·W^0.44 is τ(W) of §4.7, which Hypothesis C.0.18 equates with "
-      "D_crit. They agree only near W ≈ 10–20 and diverge with width: at W = 512 τ = 32.0 vs 15.2 (2.1×), at W = 4096 80.0 vs 20.2 (4.0×), "
-      "at W = 12288 129 vs 22.9 (5.7×).",
-      "Table 10's D_crit column (28 at W = 4096) matches neither: 2.43·ln 4096 = 20.2 and 2.06·4096^0.44 = 80.0. A power law with the "
-      "paper's exponent 0.44 fitted to that column gives c₁₀ = " + fixed(L.t10.point.c, 3) + " (law paper-table10).",
-      "Under 2.43·ln W the 7B \"optimal\" 32×4096 model is itself past D_crit (32/20.2 = 1.58), while Table 10 lists its ratio as 1.14."};
+      "D_crit. The two diverge with width: " + at(512) + ", " + at(4096) + ", " + at(12288) + ".",
+      "Table 10's D_crit column (28 at W = 4096) matches neither: 2.43·ln 4096 = " + fixed(dcrit(L.log.point, 4096), 1) +
+          " and 2.06·4096^0.44 = " + fixed(dcrit(L.tau.point, 4096), 1) +
+          ". A power law with the paper's exponent 0.44 fitted to that column gives c₁₀ = " + fixed(L.t10.point.c, 3) +
+          " (law paper-table10).",
+      "Under 2.43·ln W the 7B \"optimal\" 32×4096 model is itself past D_crit (32/" + fixed(dcrit(L.log.point, 4096), 1) + " = " +
+          fixed(32 / dcrit(L.log.point, 4096), 2) + "), while Table 10 lists its ratio as 1.14."};
   return t;
 }
 
@@ -131,8 +142,9 @@ ReportTable table10_table(const ThreeLaws& L, const VerdictOptions& vo) {
   t.notes = {
       "Printed ratios equal D / printed D_crit, truncated rather than rounded in " + std::to_string(truncated) +
           " rows (e.g. 12/28 = 0.429 printed 0.42, 64/24 = 2.667 printed 2.66).",
-      "With the paper's κ = 2.43 every Table 10 model except 12×4096 and 16×4096 is past D_crit, including the rows Table 10 presents "
-      "as the optimum at each scale (1B 24×2896: 1.20; 3B 40×2560: 2.04; 7B 32×4096: 1.58)."};
+      "With the paper's κ = 2.43 every Table 10 model except 12×4096 and 16×4096 is past D_crit, including the rows with the lowest "
+      "loss at each scale (1B 24×2896: " + fixed(24 / dcrit(L.log.point, 2896), 2) + "; 3B 40×2560: " +
+          fixed(40 / dcrit(L.log.point, 2560), 2) + "; 7B 32×4096: " + fixed(32 / dcrit(L.log.point, 4096), 2) + ")."};
   return t;
 }
 
@@ -210,8 +222,8 @@ Report paper_report(const CheckOptions& co, const VerdictOptions& vo) {
   ReportTable checked = check_rows(rows, o);
   checked.id = "params";
   checked.notes.push_back(
-      "Table 9 matches 12·D·W² + 2·V·W to within 0.7% (the small excess grows with W; learned or extra per-width parameters "
-      "would explain it). Table 10's 1B rows are ~2.4B non-embedding (12·D·W² alone), 2.3–2.8× the stated ~1B; its 3B rows "
+      "Table 9 matches 12·D·W² + 2·V·W to within 0.7%; the stated counts run 0.2M (W = 256) to 1.0M (W = 1536) high, an excess "
+      "that grows with W rather than D (≈ 650–800·W, about a 1024-row learned position table, although §4.1 says RoPE). Table 10's 1B rows are ~2.4B non-embedding (12·D·W² alone), 2.3–2.7× the stated ~1B; its 3B rows "
       "exceed the stated 2.90–3.05B by 11–25% with embeddings (3–11% even without).");
   checked.notes.push_back(
       "7B: §4.8 and the abstract give 32×4096 = 6.86B and 64×2816 = 6.38B, which is 12·D·W² + 2·V·W exactly; Tables 7 and 10 give "

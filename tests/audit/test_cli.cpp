@@ -1,0 +1,140 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+#include "util/atomic_file.h"
+
+using namespace shapelaw;
+using test::bin;
+using test::run;
+using test::source;
+
+namespace {
+std::string audit() { return bin("audit"); }
+}  // namespace
+
+TEST_CASE("audit of the flagship table: markdown by default thresholds and law stated") {
+  auto r = run(audit() + " " + source("examples/flagship-models.csv"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("| GPT-3 175B | dense | 96 | 12288 |") != std::string::npos);
+  CHECK(r.output.find("22.9 [") != std::string::npos);  // Table 4's D_crit with its interval
+  CHECK(r.output.find("far over-deep (4.20×)") != std::string::npos);
+  CHECK(r.output.find("Verdict on r = D/D_crit: r ≤ 1 within D_crit; 1 < r ≤ 1.25") != std::string::npos);
+  CHECK(r.output.find("D_crit = 2.43·ln W") != std::string::npos);
+}
+
+TEST_CASE("audit --format json: typed rows with CIs verdicts and redesigns") {
+  auto r = run(audit() + " " + source("examples/flagship-models.csv") + " --format json 2>/dev/null");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.output);
+  CHECK(j["format"] == "shapelaw.audit");
+  const auto& rows = j["tables"][0]["rows"];
+  REQUIRE(rows.size() >= 15);
+  bool saw_gpt3 = false;
+  for (const auto& row : rows) {
+    CHECK(row["dcrit_ci95"][0].get<double>() < row["dcrit"].get<double>());
+    CHECK(row["dcrit_ci95"][1].get<double>() > row["dcrit"].get<double>());
+    if (row["model"] == "GPT-3 175B") {
+      saw_gpt3 = true;
+      CHECK(row["dcrit"].get<double>() == Approx(22.88).margin(0.01));
+      CHECK(row["redesign"]["depth"] == 23);
+      CHECK(row["redesign"]["width"].get<int>() % 128 == 0);
+      CHECK(row["delta_loss"].get<double>() < 0);  // Φ vanishes at D = D_crit
+      CHECK(row["delta_loss_ci95"].is_array());
+    }
+  }
+  CHECK(saw_gpt3);
+}
+
+TEST_CASE("audit reads config.json files and directories - csv output - atomic -o") {
+  test::TempDir dir;
+  std::string out = dir.path() + "/audit.csv";
+  auto r = run(audit() + " " + source("examples/hf-configs/llama-3-70b.json") + " " + source("examples/hf-configs/mpt-7b") +
+               " --format csv -o " + out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.empty());
+  std::string text = read_file(out);
+  CHECK(text.rfind("model,kind,D,W,", 0) == 0);
+  CHECK(text.find("llama-3-70b,dense,80,8192,") != std::string::npos);
+  CHECK(text.find("mpt-7b,dense,32,4096,") != std::string::npos);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    CHECK(e.path().filename() == "audit.csv");  // no temporary left behind
+}
+
+TEST_CASE("switching the law: paper-tau paper-table10 a fit record with --model") {
+  auto tau = run(audit() + " " + source("examples/hf-configs/llama-3-70b.json") + " --law paper-tau --format json");
+  REQUIRE(tau.exit_code == 0);
+  auto j = nlohmann::json::parse(tau.output);
+  CHECK(j["tables"][0]["rows"][0]["dcrit"].get<double>() == Approx(2.06 * std::pow(8192.0, 0.44)));
+  CHECK(j["tables"][0]["rows"][0]["verdict"] == "within D_crit");  // 80 < 108.6: the forms disagree
+
+  test::TempDir dir;
+  nlohmann::json fit = {{"format", "shapelaw.fit"}, {"version", 1}, {"options", {{"phi", "relative"}}},
+                        {"selected_model", "chinchilla"}};
+  nlohmann::json m = {{"name", "paper-power"},
+                      {"param_names", {"c", "a", "gamma", "mu"}},
+                      {"params", {{"c", {{"estimate", 1.0}}}, {"a", {{"estimate", 0.44}}}, {"gamma", {{"estimate", 0.2}}},
+                                  {"mu", {{"estimate", 0.3}}}}},
+                      {"bootstrap_draws", {{0.9, 0.44, 0.2, 0.3}, {1.1, 0.44, 0.2, 0.3}, {1.0, 0.44, 0.2, 0.3}}},
+                      {"dcrit", {{"form", "power"}, {"c", 1.0}, {"a", 0.44}}}};
+  fit["models"] = {m, {{"name", "chinchilla"}}};
+  std::ofstream(dir.path() + "/fit.json") << fit.dump();
+  auto sel = run(audit() + " " + source("examples/hf-configs/llama-3-70b.json") + " --law " + dir.path() + "/fit.json");
+  CHECK(sel.exit_code == 1);
+  CHECK(sel.output.find("models[chinchilla].dcrit") != std::string::npos);
+  auto ok = run(audit() + " " + source("examples/hf-configs/llama-3-70b.json") + " --law " + dir.path() +
+                "/fit.json --model paper-power --format json");
+  REQUIRE(ok.exit_code == 0);
+  auto row = nlohmann::json::parse(ok.output)["tables"][0]["rows"][0];
+  CHECK(row["dcrit"].get<double>() == Approx(std::pow(8192.0, 0.44)));
+  CHECK(row["dcrit_ci95"][0].get<double>() < row["dcrit"].get<double>());
+}
+
+TEST_CASE("bad input: one clear message naming file and field non-zero exit - --keep-going prints the rest") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/models.csv";
+  std::ofstream(csv) << "name,depth,width,heads,vocab,params\nfine,24,2048,16,50257,1.3B\nodd,24,2000,48,50257,1.3B\n";
+  auto r = run(audit() + " " + csv);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output == "audit: error: " + csv + ":3: field 'width': 2000 is not divisible by heads 48 (give head_dim if intended)\n");
+  auto k = run(audit() + " " + csv + " --keep-going");
+  CHECK(k.exit_code == 1);
+  CHECK(k.output.find("| fine | dense | 24 | 2048 |") != std::string::npos);
+  CHECK(k.output.find("audit: error: " + csv + ":3: field 'width'") != std::string::npos);
+
+  auto none = run(audit());
+  CHECK(none.exit_code == 1);
+  CHECK(none.output.find("no input") != std::string::npos);
+  auto missing = run(audit() + " " + dir.path() + "/absent.csv");
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.output.find("absent.csv: no such file") != std::string::npos);
+  auto fmt = run(audit() + " " + csv + " --format xml");
+  CHECK(fmt.exit_code == 1);
+  CHECK(fmt.output.find("--format 'xml'") != std::string::npos);
+  auto usage = run(audit() + " --no-such-option");
+  CHECK(usage.exit_code == 2);
+}
+
+TEST_CASE("check-table and paper subcommands") {
+  auto c = run(audit() + " check-table " + source("examples/paper-tables") + " --format json");
+  REQUIRE(c.exit_code == 0);
+  auto j = nlohmann::json::parse(c.output);
+  CHECK(j["kind"] == "check-table");
+  auto f = run(audit() + " check-table " + source("examples/paper-tables") + " --fail-on-flag > /dev/null");
+  CHECK(f.exit_code == 3);
+  auto ok = run(audit() + " check-table " + source("examples/paper-tables/table9.csv") + " --fail-on-flag > /dev/null");
+  CHECK(ok.exit_code == 0);
+
+  auto p = run(audit() + " paper");
+  REQUIRE(p.exit_code == 0);
+  CHECK(p.output.find("| Table 4 | GPT-3 (175B) | 12288 | 96 | 22.9 | 22.88 |") != std::string::npos);
+  CHECK(p.output.find("| width | 7B 64L | 2816 (Table 3, §4.8 text 6.38B); 2896 (") != std::string::npos);
+  CHECK(p.output.find("| paper §5.1 wide GPT-3 | 24 | 28000 | 225.79B | 1.298× |") != std::string::npos);
+  auto l = run(audit() + " laws --width 3000 --format csv");
+  REQUIRE(l.exit_code == 0);
+  CHECK(l.output.find("\n3000,") != std::string::npos);
+}
