@@ -106,7 +106,7 @@ struct Record {
       }
       node = &(*node)[part];
     }
-    if (node->is_null()) return false;
+    if (node->is_null() || node->is_object() || node->is_array()) return false;
     if (node->is_number()) {
       number = node->get<double>();
       is_number = std::isfinite(number);

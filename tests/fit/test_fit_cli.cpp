@@ -1,0 +1,241 @@
+// End-to-end tests of the fit-law tool: inputs, bad-input messages, outputs.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+#include "util/atomic_file.h"
+
+using namespace shapelaw;
+using nlohmann::json;
+
+namespace {
+
+std::string fitlaw() { return test::bin("fit-law"); }
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+// A clean synthetic table (kaplan-E law, 2% noise free) for the quick CLI checks.
+std::string small_csv() {
+  return "run,depth,width,loss,tokens\n"
+         "a,2,256,4.30,6.4e9\n"
+         "b,4,256,4.10,6.4e9\n"
+         "c,8,512,3.62,6.4e9\n"
+         "d,16,512,3.44,6.4e9\n"
+         "e,8,1024,3.40,6.4e9\n"
+         "f,16,1024,3.13,6.4e9\n"
+         "g,8,1536,3.10,6.4e9\n"
+         "h,16,1536,3.05,6.4e9\n";
+}
+
+const char* kQuick = " -B 20 --optimal-draws 5 -j 2 ";
+
+}  // namespace
+
+TEST_CASE("fit-law lists its models") {
+  auto r = test::run(fitlaw() + " --list-models");
+  REQUIRE(r.exit_code == 0);
+  for (const char* name : {"paper-log", "paper-power", "no-phi", "paper-log-E", "kaplan", "kaplan-E", "chinchilla",
+                           "tau-power", "tau-log"})
+    CHECK_THAT(r.output, Catch::Contains(name));
+}
+
+TEST_CASE("a non-numeric field is rejected with file and line") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/runs.csv";
+  write(csv, "run,depth,width,loss\na,2,256,4.3\nb,4,256,oops\n");
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains(csv + ":3:"));
+  CHECK_THAT(r.output, Catch::Contains("'oops'"));
+}
+
+TEST_CASE("a missing required column names the field and the line") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/runs.csv";
+  write(csv, "run,depth,loss\na,2,4.3\n");
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains(csv + ":2: missing required field 'width'"));
+}
+
+TEST_CASE("a row with the wrong number of fields is rejected, or skipped on request") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/runs.csv";
+  write(csv, small_csv() + "bad,1,2\n");
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0 --no-loo");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains(csv + ":10: expected 5 fields"));
+  auto s = test::run(fitlaw() + " " + csv + " -m kaplan -B 0 --no-loo --skip-bad-rows");
+  CHECK(s.exit_code == 0);
+  CHECK_THAT(s.output, Catch::Contains("warning: skipped " + csv + ":10"));
+}
+
+TEST_CASE("non-positive values, unknown models, bad --col and bad flags fail cleanly") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/runs.csv";
+  write(csv, "run,depth,width,loss\na,0,256,4.3\n");
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains(csv + ":2: field 'depth' (column 'depth') must be > 0"));
+
+  write(csv, small_csv());
+  auto m = test::run(fitlaw() + " " + csv + " -m no-such-law");
+  CHECK(m.exit_code == 1);
+  CHECK_THAT(m.output, Catch::Contains("unknown model 'no-such-law'"));
+
+  auto c = test::run(fitlaw() + " " + csv + " --col size=width");
+  CHECK(c.exit_code == 1);
+  CHECK_THAT(c.output, Catch::Contains("unknown field 'size'"));
+
+  auto f = test::run(fitlaw() + " " + csv + " --format yaml");
+  CHECK(f.exit_code == 2);
+  CHECK_THAT(f.output, Catch::Contains("--format"));
+
+  auto missing = test::run(fitlaw() + " " + dir.path() + "/nope.csv");
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.output, Catch::Contains("nope.csv: no such file or directory"));
+
+  auto none = test::run(fitlaw());
+  CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("tokens known for some rows only are an error naming the row") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/runs.csv";
+  write(csv, "run,depth,width,loss,tokens\na,2,256,4.3,6.4e9\nb,4,512,3.8,\nc,8,1024,3.4,6.4e9\n");
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains(csv + ":3: tokens unknown for this row"));
+}
+
+TEST_CASE("duplicate runs are reported") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/runs.csv";
+  write(csv, small_csv() + "a,2,256,4.31,6.4e9\n");
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0 --no-loo");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("duplicate run 'a'"));
+}
+
+TEST_CASE("column mapping with scale, fit.json shape, predictions CSV, formats") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/t.csv";
+  write(csv, "name,L_layers,d_model,val,tok_b\n"
+             "a,2,256,4.30,6.4\nb,4,256,4.10,6.4\nc,8,512,3.62,6.4\nd,16,512,3.44,6.4\n"
+             "e,8,1024,3.40,6.4\nf,16,1024,3.13,6.4\ng,8,1536,3.10,6.4\nh,16,1536,3.05,6.4\n");
+  std::string out = dir.path() + "/fit.json", pred = dir.path() + "/pred.csv";
+  auto r = test::run(fitlaw() + " " + csv +
+                     " --col run=name --col depth=L_layers --col width=d_model --col loss=val --col tokens=tok_b*1e9"
+                     " -m kaplan,kaplan-E,paper-log" + kQuick + "-o " + out + " --predictions " + pred);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(read_file(out));
+  CHECK(j["format"] == "shapelaw.fit");
+  CHECK(j["version"] == 1);
+  CHECK(j["input_sha256"].get<std::string>().size() == 64);
+  CHECK(j["seed"] == 42);
+  REQUIRE(j["models"].size() == 3);
+  const json& pl = j["models"][2];
+  CHECK(pl["name"] == "paper-log");
+  CHECK(pl["not_identifiable"] == json({"B", "delta"}));
+  CHECK(pl["dcrit"]["form"] == "log");
+  CHECK(pl["dcrit"]["kappa"].is_number());
+  for (const auto& name : pl["param_names"]) {
+    const json& p = pl["params"][name.get<std::string>()];
+    CHECK(p["estimate"].is_number());
+    CHECK(p.contains("ci95_bootstrap"));
+    CHECK(p.contains("ci95_jacobian"));
+    CHECK(p.contains("se"));
+  }
+  CHECK(pl["bootstrap_draws"].size() > 0);
+  CHECK(pl["bootstrap_draws"][0].size() == pl["param_names"].size());
+  for (const char* k : {"n", "r2", "rmse", "aic", "aicc", "bic", "loo_rmse"}) CHECK(pl["metrics"].contains(k));
+  CHECK(j["selected_model"].is_string());
+  CHECK(j["comparison"]["table"].size() == 3);
+  CHECK(j["input"]["tokens_vary"] == false);
+  std::string p = read_file(pred);
+  CHECK(p.rfind("model,run,source,line,depth,width,N,T,observed,predicted,residual", 0) == 0);
+  CHECK(std::count(p.begin(), p.end(), '\n') == 1 + 3 * 8);
+
+  auto js = test::run(fitlaw() + " " + csv + " --col depth=L_layers --col width=d_model --col loss=val -m kaplan -B 5 "
+                                             "--format json 2>/dev/null");
+  REQUIRE(js.exit_code == 0);
+  CHECK(json::parse(js.output)["models"][0]["name"] == "kaplan");
+  auto md = test::run(fitlaw() + " " + csv + " --col depth=L_layers --col width=d_model --col loss=val -m kaplan -B 5 --format markdown");
+  CHECK_THAT(md.output, Catch::Contains("| param"));
+  auto cs = test::run(fitlaw() + " " + csv + " --col depth=L_layers --col width=d_model --col loss=val -m kaplan -B 5 --format csv");
+  CHECK_THAT(cs.output, Catch::Contains("kaplan,param,alpha,"));
+}
+
+TEST_CASE("summary.json files are found in a directory; an unknown format version is refused") {
+  test::TempDir dir;
+  int i = 0;
+  for (auto [D, W, L] : std::vector<std::tuple<int, int, double>>{
+           {2, 256, 4.3}, {4, 256, 4.1}, {8, 512, 3.62}, {16, 512, 3.44}, {8, 1024, 3.40}, {16, 1024, 3.13}}) {
+    std::string run = dir.path() + "/run" + std::to_string(i++);
+    std::filesystem::create_directories(run);
+    json s = {{"format", "shapelaw.summary"}, {"version", 1}, {"run_id", "r" + std::to_string(i)},
+              {"depth", D}, {"width", W}, {"final_val_loss", L}, {"tokens", 1000000},
+              {"params", {{"total", 12.0 * D * W * W + 2 * 50257.0 * W}, {"non_embedding", 12.0 * D * W * W}}}};
+    write(run + "/summary.json", s.dump());
+  }
+  std::string out = dir.path() + "/fit.json";
+  auto r = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5 -o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(read_file(out));
+  CHECK(j["input"]["rows"] == 6);
+  CHECK(j["options"]["n_source"] == "auto");
+
+  std::filesystem::create_directories(dir.path() + "/future");
+  write(dir.path() + "/future/summary.json", R"({"format":"shapelaw.summary","version":2,"depth":2,"width":2,"final_val_loss":1})");
+  auto v = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5");
+  CHECK(v.exit_code == 1);
+  CHECK_THAT(v.output, Catch::Contains("future/summary.json: summary version 2 is newer"));
+}
+
+TEST_CASE("a probe-grads tau table fits tau-power and tau-log against width") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/tau.csv";
+  write(csv, "run,depth,width,step,tau,tau_lo,tau_hi,r2,dcrit\n"
+             "a,16,256,1000,23.2,22,24,0.99,\nb,16,512,1000,31.4,30,33,0.99,\nc,16,768,1000,37.9,36,39,0.99,\n"
+             "d,16,1024,1000,43.0,41,45,0.99,\ne,16,1536,1000,51.6,50,53,0.99,\n");
+  std::string out = dir.path() + "/fit.json";
+  auto r = test::run(fitlaw() + " --tau " + csv + kQuick + "-o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(read_file(out));
+  REQUIRE(j["models"].size() == 2);
+  CHECK(j["models"][0]["name"] == "tau-power");
+  CHECK(j["models"][0]["params"]["a"]["estimate"].get<double>() == Approx(0.44).margin(0.03));
+  CHECK(j["models"][1]["name"] == "tau-log");
+  CHECK(j["selected_model"] == "tau-power");
+  auto bad = test::run(fitlaw() + " --tau " + csv + " -m paper-log -B 0");
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains("fits loss, but the input is a tau table"));
+}
+
+TEST_CASE("the refit of the paper's 30 runs runs and finds a depth penalty") {
+  test::TempDir dir;
+  std::string out = dir.path() + "/fit.json";
+  auto r = test::run(fitlaw() + " " + test::source("examples/paper/paper30.csv") +
+                     " -m paper-log,no-phi --loss ls --space loss --no-loo --holdout 0" + kQuick + "-o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(read_file(out));
+  CHECK(j["input"]["rows"] == 30);
+  const json& pl = j["models"][0];
+  CHECK(pl["metrics"]["n"] == 30);
+  double kappa = pl["params"]["kappa"]["estimate"];
+  CHECK(kappa > 1.0);
+  CHECK(kappa < 4.0);
+  CHECK(j["comparison"]["likelihood_ratio"].size() == 1);
+  CHECK(pl["metrics"]["r2"].get<double>() > 0.9);
+}
