@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <thread>
 
+#include <unistd.h>
+
 #include "corpus/brown.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/encoder.h"
+#include "util/error.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -59,6 +62,8 @@ int main(int argc, char** argv) {
                      r.skipped ? (", " + std::to_string(r.skipped) + " bad lines skipped").c_str() : "",
                      r.model_sha256.c_str());
     } else if (*encode_cmd) {
+      if (output == "-" && ::isatty(1))
+        throw Error("refusing to write a binary token stream to a terminal: pipe it into `shard write` or use -o FILE");
       auto r = encode_documents(encode_model, encode_inputs, output, encode);
       if (!encode.quiet)
         std::fprintf(stderr, "tokenize: %llu documents, %llu tokens, %.1f MB text in %.2f s (%.1f MB/s)%s\n",

@@ -10,6 +10,7 @@
 
 #include "shards/shard_file.h"
 #include "util/atomic_file.h"
+#include "util/build_info.h"
 #include "util/crc32c.h"
 #include "util/error.h"
 #include "util/little_endian.h"
@@ -222,8 +223,8 @@ nlohmann::json ShardSetWriter::finish(const nlohmann::json& extra_provenance) {
         {"seed", o.split_seed},
         {"validation_fraction", o.validation_fraction},
         {"test_fraction", o.test_fraction}}},
-      {"shapelaw_version", SHAPELAW_VERSION},
-      {"git_rev", SHAPELAW_GIT_REV},
+      {"shapelaw_version", shapelaw_version()},
+      {"git_rev", shapelaw_git_rev()},
   };
   for (auto& [name, writer] : impl_->splits) manifest["splits"][name] = writer->finish();
   if (!extra_provenance.is_null()) manifest["provenance"] = extra_provenance;
