@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
     app.add_option("--compute-range", compute_range, "C_MIN:C_MAX for the compute-optimal search (FLOPs)");
     app.add_option("--optimal-draws", o.optimal_draws, "bootstrap draws carried through the compute-optimal search")
         ->check(CLI::NonNegativeNumber);
+    std::vector<std::string> fix_specs;
+    app.add_option("--fix", fix_specs, "hold a parameter at a value in every law that has it, NAME=VALUE "
+                                       "(e.g. --fix kappa=2.43 to test a published value)");
     app.add_option("--select", o.select, "model selection criterion")->check(CLI::IsMember({"aicc", "aic", "bic", "loo"}));
     app.add_option("--max-iterations", o.fit.lm.max_iterations, "LM iteration limit per start")->check(CLI::PositiveNumber);
     app.add_option("--out,-o", out_path, "write the fit record (fit.json) here");
@@ -99,6 +102,19 @@ int main(int argc, char** argv) {
     o.weights_se = weights == "se";
     o.loo = !no_loo;
     o.models = models;
+    for (const auto& spec : fix_specs) {
+      auto eq = spec.find('=');
+      double v = 0;
+      try {
+        if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
+        size_t used = 0;
+        v = std::stod(spec.substr(eq + 1), &used);
+        if (used != spec.size() - eq - 1) throw std::invalid_argument("");
+      } catch (const std::exception&) {
+        throw Error("--fix '" + spec + "': expected NAME=NUMBER");
+      }
+      o.fixed.emplace_back(spec.substr(0, eq), v);
+    }
     for (const auto& m : models) fit::make_model(m, {});  // unknown names fail before any work
 
     fit::LoadOptions lo;

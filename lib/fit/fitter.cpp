@@ -21,7 +21,10 @@ void bounds(const Model& m, VectorXd& lo, VectorXd& hi, bool full) {
   lo = VectorXd::Constant(off + m.n_nl(), -kInf);
   hi = VectorXd::Constant(off + m.n_nl(), kInf);
   if (full)
-    for (int j = 0; j < m.n_lin(); ++j) lo[j] = m.lin_lo.empty() ? -kInf : m.lin_lo[j];
+    for (int j = 0; j < m.n_lin(); ++j) {
+      lo[j] = m.lin_lo.empty() ? -kInf : m.lin_lo[j];
+      hi[j] = m.lin_hi.empty() ? kInf : m.lin_hi[j];
+    }
   for (int t = 0; t < m.n_nl(); ++t) {
     lo[off + t] = m.nl_lo[t];
     hi[off + t] = m.nl_hi[t];
@@ -71,18 +74,36 @@ bool varpro_residuals(const Model& m, const std::vector<Point>& pts, const Vecto
     y[i] = ss[i] * x.y;
   }
   if (!Phi.allFinite()) return false;
-  // inner problem: the linear least-squares solve for c (exact; the joint phase then
-  // minimizes the chosen objective, Huber included, over all parameters)
-  Eigen::ColPivHouseholderQR<MatrixXd> qr(Phi);
-  VectorXd c = qr.solve(y);
-  if (!c.allFinite()) return false;
-  r = Phi * c - y;
+  // inner problem: the linear least-squares solve for the free c (exact; the joint
+  // phase then minimizes the chosen objective, Huber included, over all parameters).
+  // Coefficients held fixed (--fix) are moved to the right-hand side.
+  std::vector<int> free_cols;
+  VectorXd c = VectorXd::Zero(mm);
+  for (int j = 0; j < mm; ++j) {
+    bool fixed = !m.lin_hi.empty() && m.lin_lo[j] == m.lin_hi[j];
+    if (fixed) {
+      c[j] = m.lin_lo[j];
+      y -= c[j] * Phi.col(j);
+    } else {
+      free_cols.push_back(j);
+    }
+  }
+  MatrixXd Pf(n, free_cols.size());
+  for (size_t q = 0; q < free_cols.size(); ++q) Pf.col(q) = Phi.col(free_cols[q]);
+  Eigen::ColPivHouseholderQR<MatrixXd> qr(Pf);
+  VectorXd cf = VectorXd::Zero(free_cols.size());
+  if (!free_cols.empty()) {
+    cf = qr.solve(y);
+    if (!cf.allFinite()) return false;
+    for (size_t q = 0; q < free_cols.size(); ++q) c[free_cols[q]] = cf[q];
+  }
+  r = Pf * cf - y;
   if (c_out) *c_out = c;
   if (J) {
     MatrixXd Jp(n, k);
     for (int t = 0; t < k; ++t) Jp.col(t) = dPhi[t] * c;
     // Kaufman's variable-projection Jacobian: J = (I − ΦΦ⁺) ∂Φ/∂θ c
-    *J = Jp - Phi * qr.solve(Jp);
+    *J = free_cols.empty() ? Jp : MatrixXd(Jp - Pf * qr.solve(Jp));
   }
   return r.allFinite();
 }
@@ -167,11 +188,13 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
   const int n = (int)pts.size(), P = m.n_params();
   MatrixXd J;
   joint_residuals(m, pts, fr.p, o.log_space, fr.residuals, &J);
+  for (int q = 0; q < P; ++q)
+    if (m.is_fixed(q)) J.col(q).setZero();  // held parameters carry no uncertainty
   fr.at_bound.assign(P, false);
   for (int t = 0; t < m.n_nl(); ++t) {
     double v = fr.p[m.n_lin() + t];
     double tol = 1e-9 * std::max(1.0, std::abs(v));
-    fr.at_bound[m.n_lin() + t] = v <= m.nl_lo[t] + tol || v >= m.nl_hi[t] - tol;
+    fr.at_bound[m.n_lin() + t] = m.nl_lo[t] < m.nl_hi[t] && (v <= m.nl_lo[t] + tol || v >= m.nl_hi[t] - tol);
   }
   // column-scaled SVD: condition number and weakly identified directions
   VectorXd colnorm = J.colwise().norm();
@@ -186,16 +209,16 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
   for (int q = 0; q < sv.size(); ++q) {
     if (sv[q] > 1e-8 * smax) continue;
     for (int j = 0; j < P; ++j)
-      if (std::abs(svd.matrixV()(j, q)) > 0.3 &&
+      if (!m.is_fixed(j) && std::abs(svd.matrixV()(j, q)) > 0.3 &&
           std::find(fr.weakly_identified.begin(), fr.weakly_identified.end(), names[j]) == fr.weakly_identified.end())
         fr.weakly_identified.push_back(names[j]);
   }
   for (int j = 0; j < P; ++j)
-    if (colnorm[j] == 0 && std::find(fr.weakly_identified.begin(), fr.weakly_identified.end(), names[j]) ==
+    if (colnorm[j] == 0 && !m.is_fixed(j) && std::find(fr.weakly_identified.begin(), fr.weakly_identified.end(), names[j]) ==
                                fr.weakly_identified.end())
       fr.weakly_identified.push_back(names[j]);
   // covariance s²(JᵀJ)⁺ with s² = Σr²/(n−P)
-  double dof = std::max(1, n - P);
+  double dof = std::max(1, n - m.n_free());
   double s2 = fr.residuals.squaredNorm() / dof;
   Eigen::JacobiSVD<MatrixXd> svdJ(J, Eigen::ComputeThinU | Eigen::ComputeThinV);
   VectorXd inv = svdJ.singularValues();
@@ -203,7 +226,7 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
   for (int q = 0; q < inv.size(); ++q) inv[q] = inv[q] > thr ? 1.0 / (inv[q] * inv[q]) : 0.0;
   fr.cov = s2 * svdJ.matrixV() * inv.asDiagonal() * svdJ.matrixV().transpose();
   fr.se = fr.cov.diagonal().cwiseMax(0).cwiseSqrt();
-  if (n <= P) fr.se.setConstant(std::numeric_limits<double>::quiet_NaN());
+  if (n <= m.n_free()) fr.se.setConstant(std::numeric_limits<double>::quiet_NaN());
 }
 
 FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const FitOptions& o) {

@@ -152,6 +152,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                   {"weights", opt.weights_se ? "se" : "none"},
                   {"response", response},
                   {"select", opt.select},
+                  {"fixed", [&] { json f = json::object(); for (auto& [k, v] : opt.fixed) f[k] = v; return f; }()},
                   {"threads", opt.fit.threads > 0 ? opt.fit.threads : default_threads()},
                   {"lm", {{"max_iterations", opt.fit.lm.max_iterations}, {"ftol", opt.fit.lm.ftol},
                           {"xtol", opt.fit.lm.xtol}, {"gtol", opt.fit.lm.gtol}}},
@@ -178,6 +179,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   for (const auto& name : names) {
     auto t0 = std::chrono::steady_clock::now();
     Model m = make_model(name, mo);
+    fix_parameters(m, opt.fixed);
     if (m.response != response) {
       throw Error("model '" + name + "' fits " + m.response + ", but the input is a " + response +
                   " table" + (opt.tau ? "" : " (use --tau for a probe-grads table)"));
@@ -187,7 +189,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
     else if (m.has_phi && !W_varies) why = "width does not vary: D_crit(W) and mu are not identifiable";
     else if (m.response == "loss" && !N_varies) why = "N does not vary: the capacity term is not identifiable";
     else if (m.response == "tau" && !W_varies) why = "width does not vary";
-    else if ((int)n <= m.n_params()) why = std::to_string(n) + " rows for " + std::to_string(m.n_params()) + " parameters";
+    else if ((int)n <= m.n_free()) why = std::to_string(n) + " rows for " + std::to_string(m.n_params()) + " parameters";
     if (!why.empty()) {
       skipped.push_back({{"name", name}, {"reason", why}});
       continue;
@@ -218,6 +220,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                  {"ci95_bootstrap", interval(pc.lo, pc.hi)},
                  {"bootstrap_se", num(pc.sd)},
                  {"at_bound", (bool)fr.at_bound[q]},
+                 {"fixed", m.is_fixed(q)},
                  {"linear", q < m.n_lin()}};
       if (q < m.n_lin() && est <= 0 && m.lin_names[q] != "E") pj["non_positive"] = true;
       params[pnames[q]] = pj;
@@ -256,7 +259,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
       obs[i] = pts[i].y;
       pred[i] = m.predict(pts[i], fr.p);
     }
-    Metrics met = compute_metrics(obs, pred, fr.residuals.squaredNorm(), fr.objective, P);
+    Metrics met = compute_metrics(obs, pred, fr.residuals.squaredNorm(), fr.objective, m.n_free());
     json metrics = {{"n", met.n}, {"k", met.k}, {"objective", met.objective}, {"rss_fit_space", met.rss},
                     {"r2", num(met.r2)}, {"rmse", num(met.rmse)}, {"aic", num(met.aic)},
                     {"aicc", num(met.aicc)}, {"bic", num(met.bic)}};
@@ -297,6 +300,17 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
         at.push_back({{"width", W}, {"estimate", m.dcrit(W, fr.p)}, {"ci95_bootstrap", interval(pc.lo, pc.hi)}});
       }
       dc["at_widths"] = at;
+      // rows sitting exactly on the kink of max(0, D − D_crit(W)): the objective is not
+      // differentiable there, so Jacobian CIs of the D_crit parameters are not valid
+      json kinks = json::array();
+      for (size_t i = 0; i < n; ++i)
+        if (std::abs(pts[i].D - m.dcrit(pts[i].W, fr.p)) <= 1e-6 * pts[i].D) kinks.push_back(rows[i].run);
+      if (!kinks.empty()) {
+        dc["on_kink"] = kinks;
+        mj["notes"].push_back("the optimum puts D_crit(W) exactly on the depth of run(s) " + kinks.dump() +
+                              " (the kink of max(0, D - D_crit)): Jacobian CIs of the D_crit parameters are not "
+                              "valid there; use the bootstrap CIs");
+      }
       mj["dcrit"] = dc;
     }
     if (m.name == "kaplan") {
@@ -404,7 +418,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
     auto a = fitted.find(full), b = fitted.find("no-phi");
     if (a == fitted.end() || b == fitted.end()) continue;
     double rss1 = a->second.second.residuals.squaredNorm(), rss0 = b->second.second.residuals.squaredNorm();
-    int df = a->second.first.n_params() - b->second.first.n_params();
+    int df = a->second.first.n_free() - b->second.first.n_free();
     double lr = (double)n * std::log(rss0 / rss1);
     lrts.push_back({{"full", full}, {"reduced", "no-phi"}, {"statistic", num(lr)}, {"df", df},
                     {"p_value", num(chi2_sf(std::max(0.0, lr), df))},

@@ -30,6 +30,7 @@ struct LawOptions {
   bool tau = false;              // input is a probe-grads tau table
   std::string n_source = "auto";
   std::string select = "aicc";   // aicc | aic | bic | loo
+  std::vector<std::pair<std::string, double>> fixed;  // --fix NAME=VALUE
 };
 
 struct PredictionRow {

@@ -64,6 +64,7 @@ LMResult levenberg_marquardt(const ResidualFn& f, const Eigen::VectorXd& p0, con
     // active set: parameters at a bound whose descent direction points outward
     std::vector<int> free_idx;
     for (Eigen::Index i = 0; i < k; ++i) {
+      if (lo[i] == hi[i]) continue;  // held fixed
       bool at_lo = p[i] <= lo[i] && g[i] > 0;
       bool at_hi = p[i] >= hi[i] && g[i] < 0;
       if (!at_lo && !at_hi) free_idx.push_back((int)i);

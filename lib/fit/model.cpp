@@ -1,5 +1,6 @@
 #include "fit/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -232,6 +233,30 @@ double Model::dcrit(double W, const Eigen::VectorXd& p) const {
   if (dcrit_form == "log") return p[index_of("kappa")] * std::log(W);
   if (dcrit_form == "power") return p[index_of("c")] * std::pow(W, p[index_of("a")]);
   return std::numeric_limits<double>::quiet_NaN();
+}
+
+bool Model::is_fixed(int q) const {
+  auto names = param_names();
+  return std::find(fixed.begin(), fixed.end(), names[q]) != fixed.end();
+}
+
+std::vector<std::string> fix_parameters(Model& m, const std::vector<std::pair<std::string, double>>& values) {
+  std::vector<std::string> applied;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (m.lin_lo.empty()) m.lin_lo.assign(m.n_lin(), -inf);
+  if (m.lin_hi.empty()) m.lin_hi.assign(m.n_lin(), inf);
+  for (const auto& [name, v] : values) {
+    for (int j = 0; j < m.n_lin(); ++j)
+      if (m.lin_names[j] == name) { m.lin_lo[j] = m.lin_hi[j] = v; applied.push_back(name); }
+    for (int t = 0; t < m.n_nl(); ++t)
+      if (m.nl_names[t] == name) {
+        m.nl_lo[t] = m.nl_hi[t] = v;
+        m.nl_grid[t] = {v};
+        applied.push_back(name);
+      }
+  }
+  for (const auto& a : applied) m.fixed.push_back(a);
+  return applied;
 }
 
 const std::vector<ModelInfo>& model_catalog() {

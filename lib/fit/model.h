@@ -22,6 +22,8 @@ struct Model {
   std::string response = "loss";  // "loss" or "tau"
   std::vector<std::string> lin_names, nl_names;
   std::vector<double> lin_lo;  // lower bounds of linear coefficients (empty: none)
+  std::vector<double> lin_hi;  // upper bounds (empty: none)
+  std::vector<std::string> fixed;  // parameters held at a given value (--fix)
   std::vector<double> nl_lo, nl_hi;
   std::vector<std::vector<double>> nl_grid;  // multi-start grid per nonlinear parameter
   // g[j] for j < n_lin; dg[j*n_nl + t] = ∂g_j/∂θ_t.
@@ -42,7 +44,13 @@ struct Model {
   double predict_grad(const Point& x, const Eigen::VectorXd& p, Eigen::VectorXd& grad) const;
   // D_crit(W) for laws with a Φ term (NaN otherwise).
   double dcrit(double W, const Eigen::VectorXd& p) const;
+  bool is_fixed(int q) const;
+  int n_free() const { return n_params() - (int)fixed.size(); }
 };
+
+// Holds parameters at given values (e.g. the paper's published ones) for every
+// name the model has; returns the names it applied.
+std::vector<std::string> fix_parameters(Model& m, const std::vector<std::pair<std::string, double>>& values);
 
 struct ModelOptions {
   bool phi_relative = false;  // Φ = γ·max(0,D−D_crit)/(W^μ·D_crit) instead of /W^μ

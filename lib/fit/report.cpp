@@ -84,6 +84,7 @@ std::string render_text(const json& rec, bool md) {
     for (const auto& name : m["param_names"]) {
       const json& p = m["params"][name.get<std::string>()];
       std::string flags;
+      if (p.value("fixed", false)) flags += "fixed ";
       if (p.value("at_bound", false)) flags += "at-bound ";
       if (p.value("non_positive", false)) flags += "non-positive ";
       for (const auto& wk : m["weakly_identified"])
@@ -178,6 +179,31 @@ std::string render_record(const json& rec, const std::string& format) {
       }
       for (auto it = m["metrics"].begin(); it != m["metrics"].end(); ++it)
         os << csv_field(name) << ",metric," << it.key() << "," << num_text(it.value()) << ",,,,,\n";
+      if (m.contains("extrapolation") && m["extrapolation"].contains("rmse"))
+        os << csv_field(name) << ",metric,extrapolation_rmse," << num_text(m["extrapolation"]["rmse"]) << ",,,,,\n";
+      if (m.contains("dcrit"))
+        for (const auto& a : m["dcrit"]["at_widths"])
+          os << csv_field(name) << ",derived,dcrit@" << format_double(a["width"].get<double>()) << ","
+             << num_text(a["estimate"]) << ",," << num_text(a["ci95_bootstrap"][0]) << ","
+             << num_text(a["ci95_bootstrap"][1]) << ",,\n";
+      if (m.contains("derived") && m["derived"].contains("compute_optimal")) {
+        const json& co = m["derived"]["compute_optimal"];
+        if (co["available"] == true)
+          for (auto it = co["slopes"].begin(); it != co["slopes"].end(); ++it) {
+            json lo, hi;
+            if (co.contains("slopes_bootstrap")) {
+              lo = co["slopes_bootstrap"][it.key()]["ci95_bootstrap"][0];
+              hi = co["slopes_bootstrap"][it.key()]["ci95_bootstrap"][1];
+            }
+            os << csv_field(name) << ",derived,optimal_slope_" << it.key() << "," << num_text(it.value()) << ",,"
+               << num_text(lo) << "," << num_text(hi) << ",,\n";
+          }
+      }
+      if (m.contains("derived") && m["derived"].contains("Nc")) {
+        const json& nc = m["derived"]["Nc"];
+        os << csv_field(name) << ",derived,Nc," << num_text(nc["estimate"]) << ",," << num_text(nc["ci95_bootstrap"][0])
+           << "," << num_text(nc["ci95_bootstrap"][1]) << ",,\n";
+      }
     }
     return os.str();
   }

@@ -76,7 +76,7 @@ std::vector<double> leave_one_out(const Model& m, const std::vector<Point>& pts,
     std::vector<Point> train;
     for (size_t i = 0; i < pts.size(); ++i)
       if (!out[i]) train.push_back(pts[i]);
-    if ((int)train.size() <= m.n_params()) return;
+    if ((int)train.size() <= m.n_free()) return;
     LMResult r = refit(m, train, starts, inner);
     if (!std::isfinite(r.objective)) return;
     for (int i : members[g]) pred[i] = m.predict(pts[i], r.p);
@@ -96,7 +96,7 @@ Extrapolation extrapolate(const Model& m, const std::vector<Point>& pts, const F
     return ka < kb;
   });
   int n_train = n - n_test;
-  if (n_train <= m.n_params()) {
+  if (n_train <= m.n_free()) {
     ex.reason = "too few rows left to fit after holding out the largest " + std::to_string(n_test);
     return ex;
   }
