@@ -25,9 +25,21 @@ AuditRow audit_model(const ModelEntry& model, const Law& law, const AuditOptions
   r.delta_loss = std::numeric_limits<double>::quiet_NaN();
   if (r.redesign && law.point.has_phi) {
     const Redesign& rd = *r.redesign;
+    // The capacity term uses N as the law was fitted; the redesign changes it by the rounding
+    // of W' (and, for total counts, by the embedding at the new width).
+    const double scale = rd.n_redesign / rd.n_original;
+    double n1 = static_cast<double>(r.count.paper_12DW2), n2 = n1 * scale;
+    if (law.n_source == "nonembedding" || law.n_source == "auto") {
+      n1 = static_cast<double>(r.count.active_non_embedding);
+      n2 = n1 * scale;
+    } else if (law.n_source == "total") {
+      const double emb1 = static_cast<double>(r.count.embedding);
+      const double emb2 = emb1 * static_cast<double>(rd.width) / W;
+      n1 = static_cast<double>(r.count.active_total);
+      n2 = (n1 - emb1) * scale + emb2;
+    }
     auto f = [&](const LawParams& p) {
-      return delta_loss(p, D, W, rd.n_original, static_cast<double>(rd.depth), static_cast<double>(rd.width),
-                        rd.n_redesign);
+      return delta_loss(p, D, W, n1, static_cast<double>(rd.depth), static_cast<double>(rd.width), n2);
     };
     r.delta_loss = f(law.point);
     r.delta_ci = draw_interval(law, f);
@@ -125,6 +137,12 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
       t.notes.push_back(a.name + ": stated " + human_count(m.stated_params) + " vs counted " +
                         human_count(static_cast<double>(r.count.total)) + " (" + fixed(100 * r.count_diff, 1) + "%)" +
                         (m.count_note.empty() ? "" : ": " + m.count_note));
+    if (a.is_moe() && m.stated_active > 0) {
+      double da = m.stated_active / static_cast<double>(r.count.active_total) - 1.0;
+      if (std::fabs(da) > o.tolerance)
+        t.notes.push_back(a.name + ": stated " + human_count(m.stated_active) + " active vs counted " +
+                          human_count(static_cast<double>(r.count.active_total)) + " (" + fixed(100 * da, 1) + "%)");
+    }
     if (a.is_moe() && r.redesign)
       t.notes.push_back(a.name + ": MoE; the redesign keeps " +
                         std::string(o.n_counted ? "the active non-embedding parameters" : "12·D·W² (the dense trunk)") +

@@ -45,6 +45,7 @@ struct Law {
   std::string description;  // human formula with constants
   std::string ci_label;     // where intervals come from ("" when none)
   std::string loss_note;    // what the predicted loss difference covers
+  std::string n_source = "12dw2";  // N of the capacity term: 12dw2, nonembedding (or auto), total
   LawParams point;
   std::vector<LawParams> draws;
 };

@@ -103,6 +103,13 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
     if (opts->contains("options") && (*opts)["options"].is_object() && (*opts)["options"].contains("phi") &&
         (*opts)["options"]["phi"].is_string())
       phi_mode = (*opts)["options"]["phi"].get<std::string>();
+  if (dc.contains("phi") && dc["phi"].is_string()) phi_mode = dc["phi"].get<std::string>();
+  for (const json* opts : std::array<const json*, 2>{&root, &m})
+    if (opts->contains("options") && (*opts)["options"].is_object() && (*opts)["options"].contains("n_source") &&
+        (*opts)["options"]["n_source"].is_string())
+      law.n_source = (*opts)["options"]["n_source"].get<std::string>();
+  if (law.n_source != "12dw2" && law.n_source != "nonembedding" && law.n_source != "auto" && law.n_source != "total")
+    fail(path, "options.n_source", "expected 12dw2, nonembedding, auto or total, got \"" + law.n_source + "\"");
   if (!phi_mode.empty() && phi_mode != "relative" && phi_mode != "absolute")
     fail(path, "options.phi", "expected \"absolute\" or \"relative\", got \"" + phi_mode + "\"");
 
@@ -163,7 +170,9 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
   }
   law.description = "D_crit = " + describe(p) + " (" + wanted + " from " + path + ")";
   if (!p.has_phi) law.loss_note = "no loss prediction: the model has no γ/μ estimates";
-  else if (p.has_capacity) law.loss_note = "Φ and the capacity term A/N^α from the fit (tokens equal, so B/T^δ cancels)";
+  else if (p.has_capacity)
+    law.loss_note = "Φ and the capacity term A/N^α from the fit with N as it was fitted (n_source " + law.n_source +
+                    "); tokens equal, so B/T^δ cancels";
   else law.loss_note = "Φ only (the model has no A/α estimates)";
   if (m.contains("not_identifiable") && m["not_identifiable"].is_array() && !m["not_identifiable"].empty())
     law.loss_note += "; not identifiable in the fit: " + m["not_identifiable"].dump();

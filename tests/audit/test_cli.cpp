@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -137,4 +138,28 @@ TEST_CASE("check-table and paper subcommands") {
   auto l = run(audit() + " laws --width 3000 --format csv");
   REQUIRE(l.exit_code == 0);
   CHECK(l.output.find("\n3000,") != std::string::npos);
+}
+
+TEST_CASE("end to end: a fit-law record of the paper's 30 runs drives the audit with its bootstrap intervals") {
+  if (!std::filesystem::exists(bin("fit-law")) || !std::filesystem::exists(source("examples/paper/paper30.csv"))) {
+    WARN("fit-law or examples/paper/paper30.csv not available; skipped");
+    return;
+  }
+  test::TempDir dir;
+  std::string fit = dir.path() + "/fit.json";
+  auto f = run(bin("fit-law") + " " + source("examples/paper/paper30.csv") + " -m paper-log -B 10 -j 1 --no-loo -o " + fit +
+               " > /dev/null");
+  REQUIRE(f.exit_code == 0);
+  auto record = nlohmann::json::parse(read_file(fit));
+  double kappa = record["models"][0]["dcrit"]["kappa"].get<double>();
+  auto a = run(audit() + " " + source("examples/flagship-models.csv") + " --law " + fit + " --format json 2>/dev/null");
+  REQUIRE(a.exit_code == 0);
+  auto j = nlohmann::json::parse(a.output);
+  CHECK(j["meta"]["ci"].get<std::string>().find("bootstrap_draws") != std::string::npos);
+  for (const auto& row : j["tables"][0]["rows"]) {
+    INFO(row["model"]);
+    CHECK(row["dcrit"].get<double>() == Approx(kappa * std::log(row["width"].get<double>())));
+    CHECK(row["dcrit_ci95"].is_array());
+    if (!row["redesign"].is_null()) CHECK(row["delta_loss"].is_number());  // A, α, γ, μ all fitted
+  }
 }
