@@ -68,6 +68,10 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
   rep.meta["redesign_multiple"] = o.multiple;
   rep.meta["tolerance"] = o.tolerance;
 
+  // The paper's two forms side by side, to show where the choice of form changes the verdict.
+  const Law log_form = builtin_law("paper-log"), tau_form = builtin_law("paper-tau");
+  std::vector<std::string> flips;
+
   ReportTable t;
   t.id = "models";
   t.title = "Depth audit";
@@ -128,6 +132,14 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
       j["delta_loss"] = nullptr;
       j["delta_loss_ci95"] = nullptr;
     }
+    const double dlog = dcrit(log_form.point, static_cast<double>(a.width)), dtau = dcrit(tau_form.point, static_cast<double>(a.width));
+    j["dcrit_paper_log"] = dlog;
+    j["dcrit_paper_tau"] = dtau;
+    j["verdict_paper_log"] = verdict(a.depth / dlog, o.verdict);
+    j["verdict_paper_tau"] = verdict(a.depth / dtau, o.verdict);
+    if (j["verdict_paper_log"] != j["verdict_paper_tau"])
+      flips.push_back(a.name + " (" + fixed(dlog, 1) + " vs " + fixed(dtau, 1) + ": " + j["verdict_paper_log"].get<std::string>() +
+                      " vs " + j["verdict_paper_tau"].get<std::string>() + ")");
     j["source"] = m.source_arch;
     t.add({a.name, m.kind, std::to_string(a.depth), std::to_string(a.width), stated, counted,
            with_ci(r.dcrit, opt(r.dcrit_ci, true), opt(r.dcrit_ci, false), 1),
@@ -148,6 +160,16 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
                         std::string(o.n_counted ? "the active non-embedding parameters" : "12·D·W² (the dense trunk)") +
                         " and ignores the experts");
   }
+  if (!models.empty())
+    t.notes.push_back(
+        "The paper's two forms (D_crit = 2.43·ln W vs τ = 2.06·W^0.44) give different verdicts for " +
+        std::to_string(flips.size()) + " of " + std::to_string(models.size()) + " models" +
+        (flips.empty() ? std::string(".") : ": " + [&] {
+          std::string x;
+          for (const auto& f : flips) x += (x.empty() ? "" : "; ") + f;
+          return x;
+        }() + ".") +
+        " JSON rows carry dcrit_paper_log/dcrit_paper_tau and both verdicts; `audit laws` tabulates the forms.");
   rep.tables.push_back(std::move(t));
   return rep;
 }

@@ -163,3 +163,26 @@ TEST_CASE("end to end: a fit-law record of the paper's 30 runs drives the audit 
     if (!row["redesign"].is_null()) CHECK(row["delta_loss"].is_number());  // A, α, γ, μ all fitted
   }
 }
+
+TEST_CASE("the two paper forms disagree on every flagship model - and --redesign-n counted keeps counted parameters") {
+  auto r = run(audit() + " " + source("examples/flagship-models.csv") + " --format json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.output);
+  const auto& rows = j["tables"][0]["rows"];
+  for (const auto& row : rows) {
+    INFO(row["model"]);
+    CHECK(row["verdict_paper_log"] != "within D_crit");  // κ·ln W: every flagship is past D_crit
+    CHECK(row["verdict_paper_tau"] == "within D_crit");  // 2.06·W^0.44: none is
+  }
+  auto c = run(audit() + " " + source("examples/flagship-models.csv") + " --redesign-n counted --format json");
+  REQUIRE(c.exit_code == 0);
+  auto jc = nlohmann::json::parse(c.output);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& a = rows[i];
+    const auto& b = jc["tables"][0]["rows"][i];
+    if (a["model"] == "Mixtral 8x7B") {  // active non-embedding 12.6B vs 12·D·W² 6.4B: a wider redesign
+      CHECK(b["redesign"]["n_original"].get<double>() == Approx(a["params_active"].get<double>() - 2 * 32000.0 * 4096));
+      CHECK(b["redesign"]["width"].get<int>() > a["redesign"]["width"].get<int>());
+    }
+  }
+}
