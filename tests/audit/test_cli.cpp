@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -184,5 +185,29 @@ TEST_CASE("the two paper forms disagree on every flagship model - and --redesign
       CHECK(b["redesign"]["n_original"].get<double>() == Approx(a["params_active"].get<double>() - 2 * 32000.0 * 4096));
       CHECK(b["redesign"]["width"].get<int>() > a["redesign"]["width"].get<int>());
     }
+  }
+}
+
+TEST_CASE("audit paper as JSON: every section present and the Table 3 / Table 10 width pairs share their losses") {
+  auto r = run(audit() + " paper --format json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.output);
+  std::map<std::string, nlohmann::json> tables;
+  for (const auto& t : j["tables"]) tables[t["id"].get<std::string>()] = t;
+  for (const char* id : {"thresholds", "laws", "table10", "table9", "redesign", "params", "conflicts", "scales"})
+    CHECK(tables.count(id) == 1);
+  REQUIRE(tables["scales"]["rows"].size() == 5);
+  for (const auto& row : tables["scales"]["rows"]) {
+    CHECK(row["loss_table3"] == row["loss_table10"]);
+    CHECK(row["width_table3"].get<int>() < row["width_table10"].get<int>());
+  }
+  // Table 10 ratios are D / printed D_crit
+  for (const auto& row : tables["table10"]["rows"])
+    CHECK(row["printed_ratio"].get<double>() == Approx(row["ratio_printed_dcrit"].get<double>()).margin(0.0101));
+  // the appendix values are reproduced by no form, Table 4's by 2.43·ln W
+  for (const auto& row : tables["thresholds"]["rows"]) {
+    std::string src = row["source"], by = row["reproduced_by"];
+    if (src == "Table 4") CHECK(by == "2.43·ln W");
+    if (src.rfind("C.0.3", 0) == 0) CHECK(by.rfind("none", 0) == 0);
   }
 }
