@@ -122,7 +122,10 @@ int main(int argc, char** argv) {
     lo.skip_bad_rows = skip_bad;
     for (const auto& spec : col_specs) lo.columns.insert(fit::parse_column_spec(spec));
     fit::LoadResult data = fit::load_tables(inputs, lo);
-    for (const auto& w : data.warnings) std::fprintf(stderr, "fit-law: warning: %s\n", w.c_str());
+    for (size_t i = 0; i < data.warnings.size() && i < 20; ++i)
+      std::fprintf(stderr, "fit-law: warning: %s\n", data.warnings[i].c_str());
+    if (data.warnings.size() > 20)
+      std::fprintf(stderr, "fit-law: warning: ... and %zu more (all in fit.json input.warnings)\n", data.warnings.size() - 20);
     fit::resolve_inputs(data.rows, o.n_source);
     fit::LawOutput result = fit::run_fit_law(data.rows, data.files, data.warnings, o);
     if (!out_path.empty()) write_file_atomic(out_path, result.record.dump(2) + "\n");

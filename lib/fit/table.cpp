@@ -356,14 +356,14 @@ LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions
   if (result.rows.empty()) throw Error("no usable rows in the input");
   // duplicates: same run id, or same configuration (depth, width, tokens)
   std::map<std::string, const Row*> by_run;
-  std::map<std::tuple<double, double, double>, const Row*> by_config;
+  std::map<std::tuple<double, double, double, double, double>, const Row*> by_config;
   for (const auto& r : result.rows) {
     auto [it, fresh] = by_run.emplace(r.run, &r);
     if (!fresh)
       result.warnings.push_back(located(r.source, r.line, "duplicate run '" + r.run + "' (first at " +
                                                              located(it->second->source, it->second->line, "") + ")"));
-    auto [it2, fresh2] = by_config.emplace(std::make_tuple(r.depth, r.width, r.tokens), &r);
-    if (!fresh2 && fresh)
+    auto [it2, fresh2] = by_config.emplace(std::make_tuple(r.depth, r.width, r.tokens, r.params, r.params_nonemb), &r);
+    if (!fresh2 && fresh && result.warnings.size() < 1000)
       result.warnings.push_back(located(r.source, r.line,
                                         "duplicate configuration D=" + std::to_string((long long)r.depth) +
                                             " W=" + std::to_string((long long)r.width) + " (also run '" +
