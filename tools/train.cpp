@@ -3,8 +3,11 @@
 // (keys as in summary.json's "config"), flags given on the command line override it.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
+#include "train/synthetic_data.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -108,10 +111,26 @@ int main(int argc, char** argv) {
     std::string config_path;
     app.add_option("--config", config_path, "JSON file of options (keys as summary.json's \"config\")");
     add_options(app, config);
+    std::string synthetic_dir;
+    uint64_t synthetic_tokens = 4'000'000;
+    app.add_option("--make-synthetic-shards", synthetic_dir,
+                   "write a shard set of random tokens (vocab --vocab-size, default 50257) to DIR and exit");
+    app.add_option("--synthetic-tokens", synthetic_tokens, "tokens in --make-synthetic-shards")->capture_default_str();
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       return app.exit(e);
+    }
+    if (!synthetic_dir.empty()) {
+      auto vocab = config.model.vocab_size > 0 ? config.model.vocab_size : 50257;
+      shapelaw::write_synthetic_shards(synthetic_dir, synthetic_tokens, uint32_t(vocab), config.seed);
+      std::fprintf(stderr, "train: wrote %llu synthetic tokens (vocab %lld) to %s\n",
+                   (unsigned long long)synthetic_tokens, (long long)vocab, synthetic_dir.c_str());
+      return 0;
+    }
+    if (config.data.empty() || config.out.empty()) {
+      std::fprintf(stderr, "train: error: --data and --out are required\nRun with --help for more information.\n");
+      return 2;
     }
     return shapelaw::run_training(config);
   });

@@ -23,6 +23,7 @@
 #include "train/distributed.h"
 #include "train/torch_compat.h"
 #include "train/train_config.h"
+#include "util/build_info.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -490,18 +491,24 @@ int run_impl(const TrainConfig& given) {
       optimizer.zero_grad();
       double wait_ms = 0;
       torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device));
+      double forward_s = 0, backward_s = 0;  // host-side phase times (exact on CPU)
       for (int64_t micro = 0; micro < accum; ++micro) {
         MicroBatch mb = prefetch.next(wait_ms);
         auto [x, y] = to_batch(mb.tokens, cfg.micro_batch, window, device);
         torch::Tensor loss;
+        auto tf = Clock::now();
         {
           compat::AutocastBf16 autocast(bf16);
           loss = model->loss(x, y);
         }
+        auto tb = Clock::now();
+        forward_s += std::chrono::duration<double>(tb - tf).count();
         (loss / double(accum)).backward();
+        backward_s += seconds_since(tb);
         loss_sum += loss.detach().to(torch::kFloat32);
         cursor = mb.after;
       }
+      const auto t_opt = Clock::now();
       dist.average_gradients(all_params, loss_sum);
       const double loss = loss_sum.item<double>() / double(accum);
       const double grad_norm = global_grad_norm(all_params);
@@ -524,6 +531,7 @@ int run_impl(const TrainConfig& given) {
       }
       optimizer.step();
       compat::cuda_synchronize(device);
+      const double optimizer_s = seconds_since(t_opt);
       ++step;
       tokens_seen += cfg.batch_tokens;
       losses.push_back(loss);
@@ -533,7 +541,10 @@ int run_impl(const TrainConfig& given) {
       if (metrics)
         metrics->write(json{{"kind", "train"}, {"step", step}, {"tokens", tokens_seen}, {"loss", loss}, {"lr", lr},
                             {"grad_norm", grad_norm}, {"tokens_per_s", tps}, {"mfu", mfu},
-                            {"data_wait_ms", wait_ms}, {"step_ms", 1000.0 * step_s}}
+                            {"data_wait_ms", wait_ms}, {"step_ms", 1000.0 * step_s},
+                            {"forward_ms", device.is_cpu() ? json(1000.0 * forward_s) : json()},
+                            {"backward_ms", device.is_cpu() ? json(1000.0 * backward_s) : json()},
+                            {"optimizer_ms", 1000.0 * optimizer_s}}
                            .dump());
       if (cfg.log_every > 0 && (step % cfg.log_every == 0 || step == total_steps))
         log("step " + std::to_string(step) + "/" + std::to_string(total_steps) + " loss " + fmt("%.4f", loss) +
@@ -599,7 +610,7 @@ int run_impl(const TrainConfig& given) {
                     {"precision", bf16 ? "bf16" : "fp32"},
                     {"world_size", dist.world},
                     {"torch_version", compat::torch_version()},
-                    {"git_rev", SHAPELAW_GIT_REV},
+                    {"git_rev", shapelaw_git_rev()},
                     {"data_manifest_sha256", dataset.manifest_sha256()},
                     {"tokenizer_sha256", dataset.tokenizer_sha256()},
                     {"config", to_json(cfg)}};
