@@ -214,9 +214,10 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
       for (const auto& d : boot.draws) v.push_back(d[q]);
       Percentiles pc = summarize(v);
       double est = fr.p[q], se = fr.se[q];
+      const double tq = t975((double)n - m.n_free());
       json pj = {{"estimate", est},
                  {"se", num(se)},
-                 {"ci95_jacobian", interval(est - 1.959963984540054 * se, est + 1.959963984540054 * se)},
+                 {"ci95_jacobian", interval(est - tq * se, est + tq * se)},
                  {"ci95_bootstrap", interval(pc.lo, pc.hi)},
                  {"bootstrap_se", num(pc.sd)},
                  {"at_bound", (bool)fr.at_bound[q]},

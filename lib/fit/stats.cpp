@@ -78,6 +78,15 @@ double chi2_sf(double x, double df) {
   return gamma_q_cf(a, z);
 }
 
+double t975(double v) {
+  const double z = 1.959963984540054;
+  if (!(v > 0) || !std::isfinite(v)) return z;
+  double z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z, z9 = z7 * z * z;
+  return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v) +
+         (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * v * v * v) +
+         (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * v * v * v * v);
+}
+
 double ols_slope(const std::vector<double>& x, const std::vector<double>& y) {
   size_t n = x.size();
   if (n < 2) return std::numeric_limits<double>::quiet_NaN();

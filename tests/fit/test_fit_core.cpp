@@ -299,6 +299,9 @@ TEST_CASE("statistics helpers: chi-square tail, percentiles, slopes") {
   CHECK(chi2_sf(7.814727903251178, 3) == Approx(0.05).epsilon(1e-8));
   CHECK(chi2_sf(30, 3) == Approx(1.3800570312932e-06).epsilon(1e-6));
   CHECK(chi2_sf(0, 2) == 1);
+  CHECK(t975(13) == Approx(2.160368656).epsilon(1e-3));
+  CHECK(t975(5) == Approx(2.570581836).epsilon(3e-3));
+  CHECK(t975(1e9) == Approx(1.959963985).epsilon(1e-9));
   CHECK(percentile({3, 1, 2, 4}, 0.5) == Approx(2.5));
   CHECK(ols_slope({0, 1, 2}, {1, 3, 5}) == Approx(2));
   Metrics mt = compute_metrics({1, 2, 3}, {1, 2, 3}, 0, 0, 1);
@@ -325,4 +328,41 @@ TEST_CASE("bootstrap draws do not depend on the number of threads") {
   REQUIRE(a.draws.size() == b.draws.size());
   for (size_t i = 0; i < a.draws.size(); ++i) CHECK(a.draws[i] == b.draws[i]);
   CHECK_FALSE(a.draws[0] == c.draws[0]);
+}
+
+TEST_CASE("Jacobian and bootstrap 95% CIs reach their stated coverage on planted data") {
+  Model m = make_model("kaplan-E", {});
+  VectorXd truth = vec({1.8, 30, 0.2});
+  std::vector<Point> xs;
+  for (int i = 0; i < 16; ++i) {
+    Point x;
+    x.N = 1e7 * std::pow(10.0, i * 3.5 / 15);
+    xs.push_back(x);
+  }
+  std::vector<int> groups(xs.size());
+  for (size_t i = 0; i < groups.size(); ++i) groups[i] = (int)i;
+  FitOptions o;
+  o.objective.kind = Objective::LeastSquares;
+  o.threads = 2;
+  const int reps = 120, boot_reps = 30;
+  int jac_cover[3] = {0, 0, 0}, boot_cover = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    auto pts = synth(m, truth, xs, 0.01, 1000 + rep);
+    FitResult fr = fit_multistart(m, pts, o);
+    for (int q = 0; q < 3; ++q)
+      if (std::abs(fr.p[q] - truth[q]) <= t975(16 - 3) * fr.se[q]) ++jac_cover[q];
+    if (rep < boot_reps) {
+      auto br = bootstrap(m, pts, groups, fr, o, 100, rep);
+      std::vector<double> v;
+      for (const auto& d : br.draws) v.push_back(d[2]);
+      if (percentile(v, 0.025) <= truth[2] && truth[2] <= percentile(v, 0.975)) ++boot_cover;
+    }
+  }
+  for (int q = 0; q < 3; ++q) {
+    INFO(m.param_names()[q] << ": Jacobian CI covered the truth in " << jac_cover[q] << " of " << reps);
+    CHECK(jac_cover[q] >= 0.88 * reps);  // nominal 95%; binomial sd 2%
+    CHECK(jac_cover[q] <= reps);
+  }
+  INFO("bootstrap CI of alpha covered the truth in " << boot_cover << " of " << boot_reps);
+  CHECK(boot_cover >= 0.8 * boot_reps);
 }
