@@ -59,24 +59,7 @@ ModelEntry parse_row(const CsvTable& table, const CsvRecord& record) {
   a.name = *name;
   a.depth = row.required_integer({"depth", "layers", "D"});
   a.width = row.required_integer({"width", "d_model", "hidden_size", "W"});
-  a.heads = row.integer({"heads"}).value_or(0);
-  a.kv_heads = row.integer({"kv_heads"}).value_or(0);
-  a.head_dim = row.integer({"head_dim"}).value_or(0);
-  a.ffn = row.integer({"ffn", "intermediate_size"}).value_or(0);
-  a.vocab = row.integer({"vocab", "vocab_size"}).value_or(0);
-  if (auto t = row.text({"mlp"}); t && !parse_mlp(*t, a.mlp))
-    row.fail("mlp", "'" + *t + "' is not one of gelu, swiglu, geglu");
-  if (auto t = row.text({"norm"}); t && !parse_norm(*t, a.norm))
-    row.fail("norm", "'" + *t + "' is not one of layernorm, rmsnorm");
-  a.tied = row.boolean({"tied"}).value_or(false);
-  a.biases = row.boolean({"biases"}).value_or(false);
-  a.learned_positions = row.integer({"learned_positions"}).value_or(0);
-  a.experts = row.integer({"experts"}).value_or(0);
-  a.experts_active = row.integer({"experts_active"}).value_or(0);
-  a.shared_experts = row.integer({"shared_experts"}).value_or(0);
-  a.moe_ffn = row.integer({"moe_ffn"}).value_or(0);
-  a.dense_layers = row.integer({"dense_layers"}).value_or(0);
-  if (auto t = row.text({"extra"})) apply_extra(row, *t, a);
+  read_arch_columns(row, a);
   m.family = row.text({"family"}).value_or("");
   m.kind = lower(row.text({"kind"}).value_or(a.is_moe() ? "moe" : "dense"));
   if (m.kind != "dense" && m.kind != "moe") row.fail("kind", "'" + m.kind + "' is not dense or moe");
@@ -96,6 +79,27 @@ ModelEntry parse_row(const CsvTable& table, const CsvRecord& record) {
 }
 
 }  // namespace
+
+void read_arch_columns(const RowReader& row, Arch& a) {
+  a.heads = row.integer({"heads"}).value_or(a.heads);
+  a.kv_heads = row.integer({"kv_heads"}).value_or(a.kv_heads);
+  a.head_dim = row.integer({"head_dim"}).value_or(a.head_dim);
+  a.ffn = row.integer({"ffn", "intermediate_size"}).value_or(a.ffn);
+  a.vocab = row.integer({"vocab", "vocab_size"}).value_or(a.vocab);
+  if (auto t = row.text({"mlp"}); t && !parse_mlp(*t, a.mlp))
+    row.fail("mlp", "'" + *t + "' is not one of gelu, swiglu, geglu");
+  if (auto t = row.text({"norm"}); t && !parse_norm(*t, a.norm))
+    row.fail("norm", "'" + *t + "' is not one of layernorm, rmsnorm");
+  a.tied = row.boolean({"tied"}).value_or(a.tied);
+  a.biases = row.boolean({"biases"}).value_or(a.biases);
+  a.learned_positions = row.integer({"learned_positions"}).value_or(a.learned_positions);
+  a.experts = row.integer({"experts"}).value_or(a.experts);
+  a.experts_active = row.integer({"experts_active"}).value_or(a.experts_active);
+  a.shared_experts = row.integer({"shared_experts"}).value_or(a.shared_experts);
+  a.moe_ffn = row.integer({"moe_ffn"}).value_or(a.moe_ffn);
+  a.dense_layers = row.integer({"dense_layers"}).value_or(a.dense_layers);
+  if (auto t = row.text({"extra"})) apply_extra(row, *t, a);
+}
 
 std::vector<ModelEntry> load_models_csv(const std::string& path, bool keep_going, std::vector<std::string>* errors) {
   CsvTable table = read_csv(path);

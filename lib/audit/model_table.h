@@ -18,6 +18,12 @@ struct ModelEntry {
   std::string count_note;          // documented reason a stated count differs from ours
 };
 
+class RowReader;
+// Reads the optional architecture columns of a models CSV row (heads, kv_heads, head_dim,
+// ffn, vocab, mlp, norm, tied, biases, learned_positions, experts, experts_active,
+// shared_experts, moe_ffn, dense_layers, extra) into `arch`; absent columns keep its values.
+void read_arch_columns(const RowReader& row, Arch& arch);
+
 // Reads a models CSV. Without keep_going the first bad row throws Error naming the file,
 // line and field; with keep_going bad rows are skipped and their messages appended to
 // *errors. A missing required column (name, depth, width) always throws.

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "audit/csv.h"
+#include "audit/model_table.h"
 #include "audit/numbers.h"
 #include "audit/paper_data.h"
 #include "audit/param_count.h"
@@ -68,17 +69,12 @@ std::vector<TableRow> load_table_rows(const std::string& path, const CheckOption
       a.name = row.label;
       a.depth = r.required_integer(kDepth);
       a.width = r.required_integer(kWidth);
-      a.heads = r.integer({"heads"}).value_or(0);
-      a.kv_heads = r.integer({"kv_heads"}).value_or(0);
-      a.head_dim = r.integer({"head_dim"}).value_or(0);
-      a.ffn = r.integer({"ffn"}).value_or(0);
-      a.vocab = r.integer({"vocab", "vocab_size"}).value_or(o.vocab);
+      a.vocab = o.vocab;
       a.mlp = o.mlp;
-      if (auto t = r.text({"mlp"}); t && !parse_mlp(*t, a.mlp))
-        r.fail("mlp", "'" + *t + "' is not one of gelu, swiglu, geglu");
       a.norm = o.norm;
-      a.tied = r.boolean({"tied"}).value_or(o.tied);
+      a.tied = o.tied;
       a.biases = o.biases;
+      read_arch_columns(r, a);  // the models-CSV columns, where the table has them
       if (auto v = r.count(raw)) row.stated = *v;
       else if (auto m = r.count({"params_m"}, 1e6)) row.stated = *m;
       else if (auto b = r.count({"params_b"}, 1e9)) row.stated = *b;

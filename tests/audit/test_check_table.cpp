@@ -101,3 +101,14 @@ TEST_CASE("scale labels are read from run names") {
   CHECK(scale_from_label("t9-2x256") == "");
   CHECK(scale_from_label("GPT3B") == "");
 }
+
+TEST_CASE("check-table reads the models-CSV columns: only the flagship rows with a documented count_note are flagged") {
+  CheckOptions o;
+  o.paper_claims = false;
+  Report rep = check_tables({test::source("examples/flagship-models.csv")}, o);
+  std::set<std::string> names;
+  for (const auto& row : rep.tables[0].rows)
+    if (row["flagged"].get<bool>()) names.insert(row["row"].get<std::string>());
+  CHECK(names == std::set<std::string>{"Gopher 280B", "Chinchilla 70B"});
+  CHECK(rep.tables[1].rows.empty());
+}
