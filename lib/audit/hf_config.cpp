@@ -111,7 +111,14 @@ ModelEntry model_from_hf_config(const json& root, const std::string& path, const
   if (!vocab) vocab = top.integer({"vocab_size"});
   if (!vocab) r.fail("vocab_size", "missing (needed for the embedding count)");
   a.vocab = *vocab;
-  a.tied = r.boolean("tie_word_embeddings").value_or(top.boolean("tie_word_embeddings").value_or(true));
+  // Absent key: the transformers default of that config class (untied for the Llama family and
+  // its descendants, tied for PretrainedConfig and the rest).
+  static const std::set<std::string> kUntiedByDefault = {"llama",      "mistral",     "mixtral",     "qwen2",
+                                                         "qwen2_moe",  "qwen3",       "qwen3_moe",   "deepseek_v2",
+                                                         "deepseek_v3", "phi3",       "olmo",        "olmo2",
+                                                         "internlm2",  "gpt_neox"};
+  a.tied = r.boolean("tie_word_embeddings")
+               .value_or(top.boolean("tie_word_embeddings").value_or(kUntiedByDefault.count(model_type) == 0));
 
   // MLP type: known families first, then the activation name.
   std::string act = lower(r.string({"hidden_act", "hidden_activation", "activation_function", "ffn_act_fn"})

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "audit/csv.h"
 #include "audit/model_table.h"
@@ -198,10 +199,11 @@ ReportTable conflicts(const std::vector<TableRow>& rows, const CheckOptions& o) 
   t.columns = {"kind", "key", "values (sources)"};
   // (scale, depth) → width → sources
   std::map<std::pair<std::string, int64_t>, std::map<int64_t, std::vector<const TableRow*>>> by_scale;
-  std::map<std::pair<int64_t, int64_t>, std::vector<const TableRow*>> by_shape;
+  // same D×W and the same recomputed count (so the same vocabulary, MLP, heads, experts, ...)
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<const TableRow*>> by_shape;
   for (const auto& r : rows) {
     if (!r.scale.empty() && r.arch.width > 0) by_scale[{r.scale, r.arch.depth}][r.arch.width].push_back(&r);
-    if (r.arch.width > 0 && r.stated > 0) by_shape[{r.arch.depth, r.arch.width}].push_back(&r);
+    if (r.arch.width > 0 && r.stated > 0) by_shape[{r.arch.depth, r.arch.width, count_params(r.arch).total}].push_back(&r);
   }
   auto involves_user = [](const auto& list) {
     return std::any_of(list.begin(), list.end(), [](const TableRow* r) { return !r->reference; });
@@ -240,12 +242,13 @@ ReportTable conflicts(const std::vector<TableRow>& rows, const CheckOptions& o) 
       text += (text.empty() ? "" : "; ") + item;
       values.push_back({{"params", r->stated}, {"source", r->origin}});
     }
-    std::string k = std::to_string(key.first) + "×" + std::to_string(key.second);
+    const auto [depth, width, counted] = key;
+    std::string k = std::to_string(depth) + "×" + std::to_string(width);
     t.add({"params", k, text + " — spread " + fixed(100 * (hi / lo - 1.0), 1) + "%"},
-          {{"kind", "params"}, {"depth", key.first}, {"width", key.second}, {"values", values}});
+          {{"kind", "params"}, {"depth", depth}, {"width", width}, {"params_counted", counted}, {"values", values}});
   }
-  t.notes.push_back("width: the same scale and depth appear with different widths; params: the same D×W with stated "
-                    "counts more than " + fixed(100 * o.tolerance / 4, 2) + "% apart." +
+  t.notes.push_back("width: the same scale and depth appear with different widths; params: the same architecture (D×W and "
+                    "recomputed count) with stated counts more than " + fixed(100 * o.tolerance / 4, 2) + "% apart." +
                     std::string(o.paper_claims ? " Rows are also compared with the paper's own tables and text "
                                                  "(built-in transcription; --no-paper-claims to disable)."
                                                : ""));

@@ -140,4 +140,15 @@ TEST_CASE("nested text_config (multimodal wrappers) is read") {
   auto m = model_from_hf_config_file(path);
   CHECK(m.arch.depth == 32);
   CHECK(m.arch.mlp == Mlp::swiglu);
+  CHECK_FALSE(m.arch.tied);
+}
+
+TEST_CASE("an absent tie_word_embeddings takes the config class default") {
+  test::TempDir dir;
+  auto llama = model_from_hf_config_file(write(dir, R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "intermediate_size": 172, "vocab_size": 100})"));
+  CHECK_FALSE(llama.arch.tied);  // LlamaConfig default
+  auto gpt2 = model_from_hf_config_file(write(dir, R"({"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4,
+      "vocab_size": 100})"));
+  CHECK(gpt2.arch.tied);  // PretrainedConfig default
 }
