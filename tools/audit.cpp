@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     bool keep_going = false;
     std::vector<std::string> inputs;
     AuditOptions ao;
-    app.add_option("inputs", inputs, "models CSV (columns in docs/formats.md), Hugging Face config.json, or a directory with one");
+    app.add_option("inputs", inputs, "models CSV (columns in docs/formats.md), Hugging Face config.json, a train summary.json, or a directory with either");
     app.add_option("--format", format, "markdown (default), csv or json")->capture_default_str();
     app.add_option("-o,--output", output, "write the report to this file (atomically) instead of stdout");
     app.add_flag("--keep-going", keep_going, "skip bad rows/files (each reported on stderr, exit 1) and print the rest");

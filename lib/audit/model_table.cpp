@@ -6,6 +6,8 @@
 #include "audit/hf_config.h"
 #include "audit/numbers.h"
 #include "audit/row_reader.h"
+#include "audit/run_summary.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace shapelaw::audit {
@@ -129,11 +131,21 @@ std::vector<ModelEntry> load_models(const std::vector<std::string>& inputs, bool
   for (const auto& input : inputs) {
     try {
       std::string path = input;
-      if (fs::is_directory(path)) path = (fs::path(path) / "config.json").string();
+      if (fs::is_directory(path)) {
+        fs::path dir(path);
+        path = (dir / "config.json").string();
+        if (!fs::exists(path) && fs::exists(dir / "summary.json")) path = (dir / "summary.json").string();
+      }
       if (!fs::exists(path)) throw Error(located(path, 0, "no such file"));
       std::string ext = lower(fs::path(path).extension().string());
       if (ext == ".json") {
-        all.push_back(model_from_hf_config_file(path));
+        nlohmann::json j;
+        try {
+          j = nlohmann::json::parse(read_file(path));
+        } catch (const nlohmann::json::parse_error& e) {
+          throw Error(located(path, 0, std::string("not valid JSON: ") + e.what()));
+        }
+        all.push_back(is_run_summary(j) ? model_from_run_summary(j, path) : model_from_hf_config_file(path));
       } else if (ext == ".csv") {
         auto rows = load_models_csv(path, keep_going, errors);
         all.insert(all.end(), rows.begin(), rows.end());

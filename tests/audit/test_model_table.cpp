@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -99,4 +100,24 @@ TEST_CASE("extra key=value column and counts with unit suffixes") {
   CHECK(models[0].arch.qkv_bias);
   CHECK(models[0].arch.norms_per_layer == 4);
   CHECK(models[0].stated_params == 1.5e6);
+}
+
+TEST_CASE("a train summary.json (or its run directory) is audited as a model") {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/run-16x512");
+  const int64_t total = 12LL * 16 * 512 * 512 + 2LL * 50257 * 512 + 16 * 4 * 512 + 2 * 512;
+  write(dir, "run-16x512/summary.json",
+        R"({"format": "shapelaw.summary", "version": 1, "run_id": "r16", "depth": 16, "width": 512, "heads": 8,
+            "head_dim": 64, "vocab_size": 50257, "seq_len": 1024, "mlp": "gelu", "norm": "layernorm",
+            "tie_embeddings": false, "params": {"total": )" + std::to_string(total) + "}}");
+  std::vector<std::string> errors;
+  auto models = load_models({dir.path() + "/run-16x512"}, false, &errors);
+  REQUIRE(models.size() == 1);
+  CHECK(models[0].arch.name == "r16");
+  CHECK(models[0].stated_params == total);
+  CHECK(count_params(models[0].arch).total == total);
+  std::filesystem::create_directories(dir.path() + "/bad");
+  write(dir, "bad/summary.json", R"({"format": "shapelaw.summary", "version": 1, "depth": 16, "vocab_size": 10})");
+  REQUIRE_THROWS_WITH(load_models({dir.path() + "/bad/summary.json"}, false, nullptr),
+                      Catch::Contains("bad/summary.json: field 'width': missing"));
 }
