@@ -158,8 +158,11 @@ LMResult refit(const Model& m, const std::vector<Point>& pts, const std::vector<
   };
   LMResult best;
   best.objective = kInf;
-  for (const auto& s : starts) {
-    LMResult a = levenberg_marquardt(fj, s, flo, fhi, o.objective, o.lm);
+  LMOptions capped = o.lm;
+  capped.max_iterations = std::min(o.lm.max_iterations, 50);
+  for (size_t q = 0; q < starts.size(); ++q) {
+    // the first start (the full-data optimum) gets the full budget, alternatives 50 iterations
+    LMResult a = levenberg_marquardt(fj, starts[q], flo, fhi, o.objective, q == 0 ? o.lm : capped);
     if (a.objective < best.objective) best = a;
   }
   if (!std::isfinite(best.objective) && !starts.empty()) {

@@ -83,20 +83,23 @@ LMResult levenberg_marquardt(const ResidualFn& f, const Eigen::VectorXd& p0, con
       gf[a] = g[free_idx[a]];
       for (int b = 0; b < kf; ++b) Hf(a, b) = H(free_idx[a], free_idx[b]);
     }
-    bool accepted = false;
+    bool accepted = false, negligible = false;
     while (lambda < 1e25) {
       MatrixXd A = Hf;
       for (int a = 0; a < kf; ++a) A(a, a) += lambda * std::max(scale[free_idx[a]], 1e-300);
       VectorXd step = A.ldlt().solve(-gf);
       if (!step.allFinite()) { lambda *= 10; continue; }
+      // the model's predicted decrease; when it is below ftol·F no step can matter
+      double predicted = -gf.dot(step) - 0.5 * step.dot(Hf * step);
+      if (predicted <= 0.1 * opt.ftol * F) { negligible = true; break; }
       VectorXd p_new = p;
       for (int a = 0; a < kf; ++a) p_new[free_idx[a]] += step[a];
       p_new = p_new.cwiseMax(lo).cwiseMin(hi);
-      MatrixXd J_new;
       ++res.evaluations;
-      if (f(p_new, r_new, &J_new) && r_new.allFinite() && J_new.allFinite()) {
+      if (f(p_new, r_new, nullptr) && r_new.allFinite()) {
         double F_new = obj.total(r_new);
-        if (F_new < F) {
+        MatrixXd J_new;
+        if (F_new < F && f(p_new, r_new, &J_new) && J_new.allFinite()) {
           double dx = (p_new - p).norm(), xn = p.norm();
           double dF = F - F_new;
           p = p_new;
@@ -111,6 +114,11 @@ LMResult levenberg_marquardt(const ResidualFn& f, const Eigen::VectorXd& p0, con
         }
       }
       lambda *= 4;
+    }
+    if (negligible) {
+      res.converged = true;
+      res.status = "predicted decrease below tolerance";
+      break;
     }
     if (!accepted) {
       // no descent step exists at any damping: a (numerically) stationary point

@@ -18,6 +18,16 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 namespace {
+// Restarts for resampled fits: the full-data optimum, plus other distinct local optima
+// whose objective is within 10% of it (a resample may prefer a nearby basin).
+std::vector<Eigen::VectorXd> restarts(const FitResult& full) {
+  std::vector<Eigen::VectorXd> s;
+  if (full.optima_params.empty()) return {full.p};
+  for (size_t q = 0; q < full.optima_params.size(); ++q)
+    if (q == 0 || (q < full.optima.size() && full.optima[q].first <= 1.1 * full.optima[0].first))
+      s.push_back(full.optima_params[q]);
+  return s;
+}
 std::vector<std::vector<int>> members_by_group(const std::vector<int>& groups) {
   std::map<int, std::vector<int>> by;
   for (size_t i = 0; i < groups.size(); ++i) by[groups[i]].push_back((int)i);
@@ -37,8 +47,7 @@ BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const s
   std::vector<int> status(B, 0);  // 0 ok, 1 failed, 2 not converged (kept)
   FitOptions inner = o;
   inner.threads = 1;
-  std::vector<Eigen::VectorXd> starts = full.optima_params;
-  if (starts.empty()) starts.push_back(full.p);
+  std::vector<Eigen::VectorXd> starts = restarts(full);
   parallel_for(B, o.threads, [&](size_t b) {
     std::mt19937_64 rng(splitmix64(seed ^ splitmix64(b + 1)));
     std::uniform_int_distribution<size_t> pick(0, G - 1);
@@ -68,8 +77,7 @@ std::vector<double> leave_one_out(const Model& m, const std::vector<Point>& pts,
   std::vector<double> pred(pts.size(), std::numeric_limits<double>::quiet_NaN());
   FitOptions inner = o;
   inner.threads = 1;
-  std::vector<Eigen::VectorXd> starts = full.optima_params;
-  if (starts.empty()) starts.push_back(full.p);
+  std::vector<Eigen::VectorXd> starts = restarts(full);
   parallel_for(members.size(), o.threads, [&](size_t g) {
     std::vector<char> out(pts.size(), 0);
     for (int i : members[g]) out[i] = 1;
