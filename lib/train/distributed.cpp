@@ -1,29 +1,92 @@
 #include "train/distributed.h"
 
+#include <chrono>
 #include <cstdlib>
 
 #include "util/error.h"
 
+// Gloo process groups need the gloo headers that ProcessGroupGloo.hpp includes: Debian's
+// libtorch-dev lacks them (package libgloo-dev provides them); pip LibTorch 2.x builds
+// define USE_C10D_GLOO themselves where they ship them.
+#if defined(__has_include)
+#if __has_include(<gloo/algorithm.h>) && __has_include(<torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>)
+#define SHAPELAW_HAVE_GLOO 1
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#endif
+
 namespace shapelaw {
 namespace {
 
-int env_int(const char* a, const char* b, int fallback) {
-  for (const char* name : {a, b}) {
-    if (!name) continue;
-    if (const char* v = std::getenv(name)) {
-      try {
-        return std::stoi(v);
-      } catch (...) {
-        throw Error(std::string("environment variable ") + name + "='" + v + "' is not an integer");
-      }
-    }
-  }
+std::string env_str(const char* a, const char* b, const std::string& fallback) {
+  for (const char* name : {a, b})
+    if (name)
+      if (const char* v = std::getenv(name)) return v;
   return fallback;
 }
 
+int env_int(const char* a, const char* b, int fallback) {
+  std::string v = env_str(a, b, "");
+  if (v.empty()) return fallback;
+  try {
+    return std::stoi(v);
+  } catch (...) {
+    throw Error(std::string("environment variable ") + a + "='" + v + "' is not an integer");
+  }
+}
+
+#ifdef SHAPELAW_HAVE_GLOO
+struct Group {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+};
+
+// Gradients are flattened into buckets of about 25 MB, each all-reduced in one call.
+constexpr int64_t kBucketBytes = 25 << 20;
+
+template <typename Fn>
+void for_each_bucket(const std::vector<torch::Tensor>& tensors, Fn fn) {
+  std::vector<torch::Tensor> bucket;
+  int64_t bytes = 0;
+  for (auto& t : tensors) {
+    if (!t.defined()) continue;
+    bucket.push_back(t);
+    bytes += t.numel() * int64_t(t.element_size());
+    if (bytes >= kBucketBytes) {
+      fn(bucket);
+      bucket.clear();
+      bytes = 0;
+    }
+  }
+  if (!bucket.empty()) fn(bucket);
+}
+
+void flat_collective(const std::vector<torch::Tensor>& bucket, const std::function<void(std::vector<at::Tensor>&)>& op) {
+  std::vector<torch::Tensor> flat_parts;
+  for (auto& t : bucket) flat_parts.push_back(t.reshape({-1}));
+  std::vector<at::Tensor> flat{torch::cat(flat_parts)};
+  op(flat);
+  int64_t offset = 0;
+  for (auto& t : bucket) {
+    t.copy_(flat[0].slice(0, offset, offset + t.numel()).view_as(t));
+    offset += t.numel();
+  }
+}
+#endif
+
 }  // namespace
 
-bool Distributed::available() { return false; }
+bool Distributed::available() {
+#ifdef SHAPELAW_HAVE_GLOO
+  return true;
+#else
+  return false;
+#endif
+}
 
 Distributed Distributed::from_env(const std::string& device) {
   (void)device;
@@ -33,20 +96,76 @@ Distributed Distributed::from_env(const std::string& device) {
   d.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID", 0);
   if (d.world < 1 || d.rank < 0 || d.rank >= d.world)
     throw Error("invalid RANK=" + std::to_string(d.rank) + " / WORLD_SIZE=" + std::to_string(d.world));
-  if (d.world > 1 && !available())
-    throw Error("WORLD_SIZE=" + std::to_string(d.world) +
-                ": this build has no c10d Gloo/NCCL process group (Debian's libtorch-dev ships "
-                "ProcessGroupGloo.hpp but not the gloo headers it includes; install libgloo-dev and rebuild)");
+  if (d.world == 1) return d;
+#ifdef SHAPELAW_HAVE_GLOO
+  // torchrun sets MASTER_ADDR/MASTER_PORT; under Slurm give them yourself (or the
+  // defaults: loopback, 29500, i.e. a single node)
+  const std::string addr = env_str("MASTER_ADDR", nullptr, "127.0.0.1");
+  const int port = env_int("MASTER_PORT", nullptr, 29500);
+  auto group = std::make_shared<Group>();
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = uint16_t(port);
+    opts.isServer = d.rank == 0;
+    opts.numWorkers = size_t(d.world);
+    opts.timeout = std::chrono::minutes(5);
+    group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
+    auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(10));
+    const bool loopback = addr == "127.0.0.1" || addr == "localhost" || addr == "::1";
+    options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname(addr)
+                                        : c10d::ProcessGroupGloo::createDefaultDevice());
+    group->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, d.rank, d.world, options);
+  } catch (const std::exception& e) {
+    throw Error("data-parallel rendezvous at " + addr + ":" + std::to_string(port) + " (rank " +
+                std::to_string(d.rank) + " of " + std::to_string(d.world) + ") failed: " + e.what());
+  }
+  d.group = group;
   return d;
+#else
+  throw Error("WORLD_SIZE=" + std::to_string(d.world) +
+              ": this build has no c10d Gloo process group (Debian's libtorch-dev ships "
+              "ProcessGroupGloo.hpp but not the gloo headers it includes: install libgloo-dev and rebuild)");
+#endif
 }
 
 void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params) const {
+  if (world == 1) return;
+#ifdef SHAPELAW_HAVE_GLOO
+  torch::NoGradGuard no_grad;
+  auto& pg = static_cast<Group*>(group.get())->pg;
+  std::vector<torch::Tensor> data;
+  for (auto& p : params) data.push_back(p.detach());
+  for_each_bucket(data, [&](const std::vector<torch::Tensor>& bucket) {
+    flat_collective(bucket, [&](std::vector<at::Tensor>& t) {
+      c10d::BroadcastOptions o;
+      o.rootRank = 0;
+      pg->broadcast(t, o)->wait();
+    });
+  });
+#else
   (void)params;
+#endif
 }
 
 void Distributed::average_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) const {
+  if (world == 1) return;
+#ifdef SHAPELAW_HAVE_GLOO
+  torch::NoGradGuard no_grad;
+  auto& pg = static_cast<Group*>(group.get())->pg;
+  std::vector<torch::Tensor> grads;
+  for (auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  grads.push_back(loss_sum);
+  for_each_bucket(grads, [&](const std::vector<torch::Tensor>& bucket) {
+    flat_collective(bucket, [&](std::vector<at::Tensor>& t) {
+      pg->allreduce(t)->wait();
+      t[0].div_(double(world));
+    });
+  });
+#else
   (void)params;
   (void)loss_sum;
+#endif
 }
 
 }  // namespace shapelaw

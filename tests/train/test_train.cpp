@@ -8,6 +8,8 @@
 #include <random>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "shards/writer.h"
@@ -269,4 +271,32 @@ TEST_CASE("train: --config JSON supplies defaults, flags override") {
   CHECK(s["steps"] == 2);
   CHECK(s["depth"] == 1);
   CHECK(s["config"]["lr"] == 3e-3);  // base_args gives --lr 3e-3 on the command line
+}
+
+TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the same global batch") {
+  TempDir tmp;
+  const std::string one = tmp.path() + "/one", two = tmp.path() + "/two";
+  const std::string opts = " --steps 6 --batch-tokens 256 --checkpoint-every 3";
+  REQUIRE(run(base_args(one) + opts + " --micro-batch 4").exit_code == 0);
+  const int port = 20000 + int(::getpid() % 20000);
+  auto env = [&](int rank) {
+    return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
+           " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+  };
+  std::string cmd = base_args(two) + opts + " --micro-batch 2";
+  auto r = run("(" + env(1) + cmd + " >" + tmp.path() + "/rank1.log 2>&1 &) ; " + env(0) + cmd);
+  INFO(r.output);
+  if (r.output.find("no c10d Gloo process group") != std::string::npos) {
+    WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
+    return;
+  }
+  REQUIRE(r.exit_code == 0);
+  for (int i = 0; i < 100 && !fs::exists(two + "/summary.json"); ++i) ::usleep(100000);
+  auto a = train_losses(one), b = train_losses(two);
+  REQUIRE(a.size() == 6);
+  REQUIRE(b.size() == 6);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(b[i] == Approx(a[i]).epsilon(1e-5));
+  json s = json::parse(read_file(two + "/summary.json"));
+  CHECK(s["world_size"] == 2);
+  CHECK(s["tokens"] == 6 * 256);
 }
