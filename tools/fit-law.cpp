@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> fix_specs;
     app.add_option("--fix", fix_specs, "hold a parameter at a value in every law that has it, NAME=VALUE "
                                        "(e.g. --fix kappa=2.43 to test a published value)");
+    std::vector<std::string> grid_specs;
+    app.add_option("--grid", grid_specs, "multi-start values of a nonlinear parameter, NAME=V1:V2:... "
+                                         "(e.g. --grid kappa=1:2:3:4; default grids: docs/formats.md)");
     app.add_option("--select", o.select, "model selection criterion")->check(CLI::IsMember({"aicc", "aic", "bic", "loo"}));
     app.add_option("--max-iterations", o.fit.lm.max_iterations, "LM iteration limit per start")->check(CLI::PositiveNumber);
     app.add_option("--out,-o", out_path, "write the fit record (fit.json) here");
@@ -102,6 +105,24 @@ int main(int argc, char** argv) {
     o.weights_se = weights == "se";
     o.loo = !no_loo;
     o.models = models;
+    for (const auto& spec : grid_specs) {
+      auto eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) throw Error("--grid '" + spec + "': expected NAME=V1:V2:...");
+      std::vector<double> values;
+      std::stringstream ss(spec.substr(eq + 1));
+      std::string item;
+      while (std::getline(ss, item, ':')) {
+        try {
+          size_t used = 0;
+          values.push_back(std::stod(item, &used));
+          if (used != item.size()) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+          throw Error("--grid '" + spec + "': '" + item + "' is not a number");
+        }
+      }
+      if (values.empty()) throw Error("--grid '" + spec + "': no values");
+      o.grids.emplace_back(spec.substr(0, eq), values);
+    }
     for (const auto& spec : fix_specs) {
       auto eq = spec.find('=');
       double v = 0;

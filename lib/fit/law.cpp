@@ -152,6 +152,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                   {"weights", opt.weights_se ? "se" : "none"},
                   {"response", response},
                   {"select", opt.select},
+                  {"grids", [&] { json g = json::object(); for (auto& [k, v] : opt.grids) g[k] = v; return g; }()},
                   {"fixed", [&] { json f = json::object(); for (auto& [k, v] : opt.fixed) f[k] = v; return f; }()},
                   {"threads", opt.fit.threads > 0 ? opt.fit.threads : default_threads()},
                   {"lm", {{"max_iterations", opt.fit.lm.max_iterations}, {"ftol", opt.fit.lm.ftol},
@@ -179,6 +180,9 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   for (const auto& name : names) {
     auto t0 = std::chrono::steady_clock::now();
     Model m = make_model(name, mo);
+    for (const auto& [gname, values] : opt.grids)
+      for (int t = 0; t < m.n_nl(); ++t)
+        if (m.nl_names[t] == gname) m.nl_grid[t] = values;
     fix_parameters(m, opt.fixed);
     if (m.response != response) {
       throw Error("model '" + name + "' fits " + m.response + ", but the input is a " + response +

@@ -31,6 +31,7 @@ struct LawOptions {
   std::string n_source = "auto";
   std::string select = "aicc";   // aicc | aic | bic | loo
   std::vector<std::pair<std::string, double>> fixed;  // --fix NAME=VALUE
+  std::vector<std::pair<std::string, std::vector<double>>> grids;  // --grid NAME=v1,v2,...
 };
 
 struct PredictionRow {

@@ -239,3 +239,34 @@ TEST_CASE("the refit of the paper's 30 runs runs and finds a depth penalty") {
   CHECK(j["comparison"]["likelihood_ratio"].size() == 1);
   CHECK(pl["metrics"]["r2"].get<double>() > 0.9);
 }
+
+TEST_CASE("groups are resampled whole; --weights se needs loss_se; --grid and --fix are honoured") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/g.csv";
+  write(csv, "run,group,depth,width,loss,loss_se\n"
+             "a,s1,2,256,4.30,0.01\nb,s1,4,256,4.10,0.01\nc,s2,8,512,3.62,0.02\nd,s2,16,512,3.44,0.02\n"
+             "e,s3,8,1024,3.40,0.01\nf,s3,16,1024,3.13,0.01\ng,s4,8,1536,3.10,0.02\nh,s4,16,1536,3.05,0.01\n");
+  std::string out = dir.path() + "/fit.json";
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan-E --weights se --grid alpha=0.1:0.3 --fix E=1.5" + kQuick +
+                     "-o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(read_file(out));
+  CHECK(j["input"]["groups"] == 4);
+  CHECK(j["options"]["weights"] == "se");
+  CHECK(j["options"]["grids"]["alpha"] == json({0.1, 0.3}));
+  const json& m = j["models"][0];
+  CHECK(m["bootstrap"]["by_group"] == true);
+  CHECK(m["fit"]["starts"] == 2);
+  CHECK(m["params"]["E"]["fixed"] == true);
+  CHECK(m["params"]["E"]["estimate"] == 1.5);
+  CHECK(m["metrics"]["k"] == 2);
+
+  write(csv, small_csv());
+  auto w = test::run(fitlaw() + " " + csv + " -m kaplan --weights se -B 0");
+  CHECK(w.exit_code == 1);
+  CHECK_THAT(w.output, Catch::Contains(csv + ":2: --weights se: row has no positive loss_se"));
+  auto g = test::run(fitlaw() + " " + csv + " -m kaplan --grid alpha=x");
+  CHECK(g.exit_code == 1);
+  CHECK_THAT(g.output, Catch::Contains("--grid 'alpha=x'"));
+}
