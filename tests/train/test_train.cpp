@@ -254,6 +254,12 @@ TEST_CASE("train: clear errors for bad data, outputs and diverging runs") {
   CHECK(nan.output.find("non-finite") != std::string::npos);
   CHECK_FALSE(fs::exists(out + "/summary.json"));
 
+  std::string not_the_model = tmp.path() + "/other.model";
+  write_file_atomic(not_the_model, "not the tokenizer\n");
+  auto wrong_tok = run(base_args(tmp.path() + "/tok") + " --steps 2 --tokenizer-model " + not_the_model);
+  CHECK(wrong_tok.exit_code == 1);
+  CHECK(wrong_tok.output.find("does not match") != std::string::npos);
+
   auto bad_shape = run(base_args(tmp.path() + "/shape") + " --steps 2 --head-dim 12");
   CHECK(bad_shape.exit_code == 1);
   CHECK(bad_shape.output.find("must divide width") != std::string::npos);
