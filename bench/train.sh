@@ -8,7 +8,7 @@
 # fp32 matmul peak measured once at the start of this run, and where a step's time goes
 # (forward / backward / optimizer incl. clipping / data wait).
 # Usage: bench/train.sh   (via `make bench-train`)
-#   env: THREADS (default nproc), VOCAB (8192), STEPS (5), SKIP (1), REPEAT (1),
+#   env: THREADS (default nproc), VOCAB (8192), STEPS (5), STEPS_MID (3), SKIP (1), REPEAT (1),
 #        SHAPES ("tiny tiny4 mid"), PYTHON (/usr/bin/python3, must import torch), BIN (build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 THREADS=${THREADS:-$(nproc)}
 VOCAB=${VOCAB:-8192}
 STEPS=${STEPS:-5}
+STEPS_MID=${STEPS_MID:-3}
 SKIP=${SKIP:-1}
 REPEAT=${REPEAT:-1}
 SHAPES=${SHAPES:-tiny tiny4 mid}
@@ -48,14 +49,15 @@ for shape in $SHAPES; do
   case $shape in
     tiny)  D=2; W=128; S=128; M=16; HD=64 ;;  # 2 x 2048 tokens per step
     tiny4) D=2; W=128; S=128; M=4;  HD=64 ;;  # 2 x 512: small ops, framework overhead shows
-    mid)   D=8; W=512; S=512; M=1;  HD=64 ;;  # 2 x 512
+    mid)   D=8; W=512; S=512; M=1;  HD=64 ;;  # 2 x 512 (STEPS_MID steps: slow on CPU)
     *) echo "bench/train.sh: unknown shape $shape" >&2; exit 2 ;;
   esac
   B=$((2 * M * S))  # two micro-batches per step: accumulation is part of the step
   for rep in $(seq "$REPEAT"); do
     out="$work/$shape-$rep"
+    N=$STEPS; [ "$shape" = mid ] && N=$STEPS_MID
     "$BIN/train" --data "$work/shards" --out "$out" --depth $D --width $W --head-dim $HD --seq-len $S \
-      --micro-batch $M --batch-tokens $B --steps "$STEPS" --warmup-steps 2 --threads "$THREADS" \
+      --micro-batch $M --batch-tokens $B --steps "$N" --warmup-steps 2 --threads "$THREADS" \
       --peak-flops "$PEAK" --val-tokens $((S + 1)) --checkpoint-every 0 --log-every 0 2>"$out.log" \
       || { cat "$out.log" >&2; exit 1; }
     cpp=$("$PYTHON" - "$out/metrics.jsonl" "$SKIP" "$B" "$PEAK" "$out/summary.json" <<'PY'
@@ -70,7 +72,7 @@ print(json.dumps({"tokens_per_s": tps, "mfu": fpt * tps / peak, "step_ms": ms("s
 PY
 )
     py=$("$PYTHON" bench/train_reference.py --depth $D --width $W --head-dim $HD --seq-len $S --vocab-size "$VOCAB" \
-      --micro-batch $M --batch-tokens $B --steps "$STEPS" --skip "$SKIP" --threads "$THREADS" --peak "$PEAK")
+      --micro-batch $M --batch-tokens $B --steps "$N" --skip "$SKIP" --threads "$THREADS" --peak "$PEAK")
     "$PYTHON" - "$shape" "$cpp" "$py" "$work/results.jsonl" <<'PY'
 import json, sys
 shape, cpp, py = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
