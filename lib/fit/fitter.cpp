@@ -210,9 +210,9 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
   fr.weakly_identified.clear();
   auto names = m.param_names();
   for (int q = 0; q < sv.size(); ++q) {
-    if (sv[q] > 1e-8 * smax) continue;
+    if (sv[q] > 1e-10 * smax) continue;
     for (int j = 0; j < P; ++j)
-      if (!m.is_fixed(j) && std::abs(svd.matrixV()(j, q)) > 0.3 &&
+      if (!m.is_fixed(j) && std::abs(svd.matrixV()(j, q)) > 0.1 &&
           std::find(fr.weakly_identified.begin(), fr.weakly_identified.end(), names[j]) == fr.weakly_identified.end())
         fr.weakly_identified.push_back(names[j]);
   }
@@ -220,15 +220,28 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
     if (colnorm[j] == 0 && !m.is_fixed(j) && std::find(fr.weakly_identified.begin(), fr.weakly_identified.end(), names[j]) ==
                                fr.weakly_identified.end())
       fr.weakly_identified.push_back(names[j]);
-  // covariance s²(JᵀJ)⁺ with s² = Σr²/(n−P)
+  // covariance s²(JᵀJ)⁻¹ with s² = Σr²/(n−k), computed from the column-scaled Jacobian so
+  // that parameters of very different scales do not hide each other; a direction whose
+  // singular value is negligible is not estimable: its parameters get se = ∞ (null in
+  // JSON) and are listed as weakly identified, never a falsely small se.
   double dof = std::max(1, n - m.n_free());
   double s2 = fr.residuals.squaredNorm() / dof;
-  Eigen::JacobiSVD<MatrixXd> svdJ(J, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  VectorXd inv = svdJ.singularValues();
-  double thr = 1e-12 * (inv.size() ? inv[0] : 0);
-  for (int q = 0; q < inv.size(); ++q) inv[q] = inv[q] > thr ? 1.0 / (inv[q] * inv[q]) : 0.0;
-  fr.cov = s2 * svdJ.matrixV() * inv.asDiagonal() * svdJ.matrixV().transpose();
+  VectorXd inv(sv.size());
+  std::vector<int> degenerate;
+  for (int q = 0; q < sv.size(); ++q) {
+    if (sv[q] > 1e-10 * smax) inv[q] = 1.0 / (sv[q] * sv[q]);
+    else { inv[q] = 0; degenerate.push_back(q); }
+  }
+  VectorXd sinv(P);
+  for (int j = 0; j < P; ++j) sinv[j] = colnorm[j] > 0 ? 1.0 / colnorm[j] : 0.0;
+  MatrixXd covs = svd.matrixV() * inv.asDiagonal() * svd.matrixV().transpose();
+  fr.cov = s2 * sinv.asDiagonal() * covs * sinv.asDiagonal();
   fr.se = fr.cov.diagonal().cwiseMax(0).cwiseSqrt();
+  for (int q : degenerate)
+    for (int j = 0; j < P; ++j)
+      if (!m.is_fixed(j) && std::abs(svd.matrixV()(j, q)) > 0.1) fr.se[j] = std::numeric_limits<double>::infinity();
+  for (int j = 0; j < P; ++j)
+    if (colnorm[j] == 0 && !m.is_fixed(j)) fr.se[j] = std::numeric_limits<double>::infinity();
   if (n <= m.n_free()) fr.se.setConstant(std::numeric_limits<double>::quiet_NaN());
 }
 
