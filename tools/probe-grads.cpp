@@ -28,7 +28,10 @@ const char* kFooter = R"(Typical use:
   probe-grads summarize runs/ -o tau.csv       # every grad_fit.json below runs/
   fit-law --tau tau.csv                        # tau = c*W^a against tau = c*ln W
 The decay model (paper 3.2): ||grad_l|| = ||grad_last|| exp(-(D-1-l)/tau), layers l = 0..D-1;
-gradient-side critical depth (appendix A.2): D_crit = 1 + tau. Formats: docs/formats.md.)";
+gradient-side critical depth (appendix A.2): D_crit = 1 + tau. Formats: docs/formats.md.
+Steps: a profile's step counts the updates applied to its weights (checkpoint step_N);
+train's grad_norms.csv logs step s with the weights after s-1 updates, so checkpoint N
+matches logged step N+1 (measure --replay-train-step reproduces it exactly).)";
 
 std::string fmt(const char* f, double v) {
   if (std::isnan(v)) return "n/a";
