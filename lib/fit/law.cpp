@@ -88,6 +88,10 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   std::vector<Point> pts(n);
   std::map<std::string, int> group_ids;
   std::vector<int> groups(n);
+  // a probe-grads table may hold several steps of one run: resample runs, not rows
+  if (opt.tau)
+    for (auto& r : rows)
+      if (r.group.empty()) r.group = r.run;
   bool have_groups = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.group.empty(); });
   for (size_t i = 0; i < n; ++i) {
     const Row& r = rows[i];

@@ -270,3 +270,27 @@ TEST_CASE("groups are resampled whole; --weights se needs loss_se; --grid and --
   CHECK(g.exit_code == 1);
   CHECK_THAT(g.output, Catch::Contains("--grid 'alpha=x'"));
 }
+
+TEST_CASE("JSONL tables are read with dotted paths; a bad JSON line names file and line") {
+  test::TempDir dir;
+  std::string jl = dir.path() + "/runs.jsonl";
+  std::string body;
+  for (auto [D, W, L] : std::vector<std::tuple<int, int, double>>{
+           {2, 256, 4.3}, {4, 256, 4.1}, {8, 512, 3.62}, {16, 512, 3.44}, {8, 1024, 3.40}, {16, 1024, 3.13}})
+    body += json({{"arch", {{"layers", D}, {"d_model", W}}}, {"eval", {{"loss", L}}}}).dump() + "\n";
+  write(jl, body);
+  auto r = test::run(fitlaw() + " " + jl + " --col depth=arch.layers --col width=arch.d_model --col loss=eval.loss"
+                                          " -m kaplan -B 5 --format json 2>/dev/null");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(json::parse(r.output)["input"]["rows"] == 6);
+  write(jl, body + "{not json\n");
+  auto bad = test::run(fitlaw() + " " + jl + " --col depth=arch.layers --col width=arch.d_model --col loss=eval.loss -m kaplan");
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains(jl + ":7: not valid JSON"));
+  std::string sj = dir.path() + "/summary.json";
+  write(sj, "{\"format\": \"something.else\"}");
+  auto wrong = test::run(fitlaw() + " " + sj);
+  CHECK(wrong.exit_code == 1);
+  CHECK_THAT(wrong.output, Catch::Contains("expected \"shapelaw.summary\""));
+}
