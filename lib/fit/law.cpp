@@ -401,11 +401,9 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   double wsum = 0;
   for (const auto& mj : rec["models"]) {
     const json& mt = mj["metrics"];
-    double daicc = mt["aicc"].is_number() && std::isfinite(best_score) ? mt["aicc"].get<double>() : kNaN;
     table.push_back({{"model", mj["name"]}, {"k", mt["k"]}, {"aicc", mt["aicc"]}, {"aic", mt["aic"]},
                      {"bic", mt["bic"]}, {"r2", mt["r2"]}, {"rmse", mt["rmse"]},
                      {"loo_rmse", mt.value("loo_rmse", json(nullptr))}, {"score", num(score_of(mj))}});
-    (void)daicc;
   }
   // Akaike weights on AICc
   double min_aicc = std::numeric_limits<double>::infinity();

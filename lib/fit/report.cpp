@@ -119,15 +119,22 @@ std::string render_text(const json& rec, bool md) {
     }
     if (m.contains("derived") && m["derived"].contains("compute_optimal")) {
       const json& co = m["derived"]["compute_optimal"];
-      if (co["available"] == true) {
+      if (co["available"] == true && !co["slopes"]["N"].is_number()) {
+        os << (md ? "\n" : "") << "compute-optimal: no interior optimum (" << co.value("reason", std::string()) << ")\n";
+      } else if (co["available"] == true) {
         const json& s = co["slopes"];
         auto boot = [&](const char* k) {
           return co.contains("slopes_bootstrap") ? ci(co["slopes_bootstrap"][k]["ci95_bootstrap"], 3) : std::string();
         };
         os << (md ? "\n" : "") << "compute-optimal: N* ~ C^" << g(s["N"], 3) << boot("N") << ", T* ~ C^" << g(s["T"], 3)
-           << boot("T") << ", deepest D* ~ C^" << g(s["D_deepest"], 3) << boot("D_deepest") << ", W* ~ C^"
-           << g(s["W_at_D_deepest"], 3) << boot("W_at_D_deepest")
-           << (co["shape_unique"] == true ? "" : " (shape not unique: a range of depths is equally optimal)") << "\n";
+           << boot("T");
+        if (s["D_deepest"].is_number())
+          os << ", deepest D* ~ C^" << g(s["D_deepest"], 3) << boot("D_deepest") << ", W* ~ C^"
+             << g(s["W_at_D_deepest"], 3) << boot("W_at_D_deepest")
+             << (co["shape_unique"] == true ? "" : " (shape not unique: a range of depths is equally optimal)");
+        else
+          os << "; D* and W* not determined (every depth in the search range is equally optimal)";
+        os << "\n";
       } else {
         os << (md ? "\n" : "") << "compute-optimal: not available (" << co.value("reason", std::string()) << ")\n";
       }
