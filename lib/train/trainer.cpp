@@ -352,6 +352,10 @@ int run_impl(const TrainConfig& given) {
       std::to_string(accum) + " x " + std::to_string(cfg.micro_batch) + " x " + std::to_string(seq) +
       " per rank), warmup " + std::to_string(cfg.warmup()) + "; matmul peak " + fmt("%.4g", peak) + " FLOP/s");
 
+  if (cfg.warmup() >= total_steps)
+    log("warning: warmup (" + std::to_string(cfg.warmup()) + " steps) is not shorter than the run (" +
+        std::to_string(total_steps) + " steps): the LR never reaches its cosine phase; see --warmup-fraction");
+
   // resume
   int64_t step = 0, tokens_seen = 0;
   WindowSampler::Cursor cursor;
