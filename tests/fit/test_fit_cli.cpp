@@ -294,3 +294,46 @@ TEST_CASE("JSONL tables are read with dotted paths; a bad JSON line names file a
   CHECK(wrong.exit_code == 1);
   CHECK_THAT(wrong.output, Catch::Contains("expected \"shapelaw.summary\""));
 }
+
+TEST_CASE("remaining bad-input paths: empty table, empty directory, unmatched glob, bad --fix and --compute-range, unfittable data") {
+  test::TempDir dir;
+  std::string empty = dir.path() + "/empty.csv";
+  write(empty, "");
+  auto e = test::run(fitlaw() + " " + empty);
+  CHECK(e.exit_code == 1);
+  CHECK_THAT(e.output, Catch::Contains("empty.csv: empty CSV file"));
+
+  std::filesystem::create_directories(dir.path() + "/nothing");
+  auto d = test::run(fitlaw() + " " + dir.path() + "/nothing");
+  CHECK(d.exit_code == 1);
+  CHECK_THAT(d.output, Catch::Contains("directory holds no summary.json"));
+
+  auto g = test::run(fitlaw() + " '" + dir.path() + "/runs-*.csv'");
+  CHECK(g.exit_code == 1);
+  CHECK_THAT(g.output, Catch::Contains("pattern matches no file"));
+
+  std::string csv = dir.path() + "/t.csv";
+  write(csv, small_csv());
+  auto f = test::run(fitlaw() + " " + csv + " --fix kappa");
+  CHECK(f.exit_code == 1);
+  CHECK_THAT(f.output, Catch::Contains("--fix 'kappa': expected NAME=NUMBER"));
+  auto c = test::run(fitlaw() + " " + csv + " --compute-range 1e20:1e18");
+  CHECK(c.exit_code == 1);
+  CHECK_THAT(c.output, Catch::Contains("--compute-range"));
+
+  // one depth only: the depth penalty is not identifiable, the law is skipped with the reason
+  std::string flat = dir.path() + "/flat.csv";
+  write(flat, "run,depth,width,loss\na,8,256,4.1\nb,8,512,3.6\nc,8,1024,3.4\nd,8,1536,3.1\ne,8,2048,3.0\n"
+              "f,8,3072,2.9\ng,8,4096,2.8\nh,8,6144,2.75\n");
+  std::string out = dir.path() + "/fit.json";
+  auto s = test::run(fitlaw() + " " + flat + " -m paper-log,kaplan -B 5 -o " + out);
+  INFO(s.output);
+  REQUIRE(s.exit_code == 0);
+  json j = json::parse(read_file(out));
+  REQUIRE(j["skipped_models"].size() == 1);
+  CHECK(j["skipped_models"][0]["name"] == "paper-log");
+  CHECK_THAT(j["skipped_models"][0]["reason"].get<std::string>(), Catch::Contains("depth does not vary"));
+  auto none = test::run(fitlaw() + " " + flat + " -m paper-log -B 5");
+  CHECK(none.exit_code == 1);
+  CHECK_THAT(none.output, Catch::Contains("no model could be fitted"));
+}
