@@ -11,6 +11,8 @@ B ?= 1000
 SEED ?= 42
 PAPER := examples/paper
 FIT := fit-law -B $(B) --seed $(SEED)
+# refit when the tool itself was rebuilt
+FITLAW_BIN := $(shell command -v fit-law)
 
 # The paper's method (§4.2): nonlinear least squares (LM) in loss space, Φ as §3.4
 # defines it, N = 12·D·W² (§3.1), all 30 runs; Table 10's token counts are not given,
@@ -26,6 +28,8 @@ all: $(OUT)/comparison.txt
 
 $(OUT)/.dir:
 	@mkdir -p $(OUT) && touch $@
+
+$(csvs): $(FITLAW_BIN)
 
 # 1. the paper's method on all 30 runs
 $(OUT)/paper.csv: $(PAPER)/paper30.csv $(OUT)/.dir

@@ -194,6 +194,11 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
   for (int q = 0; q < P; ++q)
     if (m.is_fixed(q)) J.col(q).setZero();  // held parameters carry no uncertainty
   fr.at_bound.assign(P, false);
+  for (int j = 0; j < m.n_lin(); ++j) {
+    double lo = m.lin_lo.empty() ? -kInf : m.lin_lo[j], hi = m.lin_hi.empty() ? kInf : m.lin_hi[j];
+    double tol = 1e-12 * std::max(1.0, std::abs(fr.p[j]));
+    fr.at_bound[j] = lo < hi && ((std::isfinite(lo) && fr.p[j] <= lo + tol) || (std::isfinite(hi) && fr.p[j] >= hi - tol));
+  }
   for (int t = 0; t < m.n_nl(); ++t) {
     double v = fr.p[m.n_lin() + t];
     double tol = 1e-9 * std::max(1.0, std::abs(v));
