@@ -8,7 +8,8 @@
 // Gloo process groups need the gloo headers that ProcessGroupGloo.hpp includes: Debian's
 // libtorch-dev lacks them (package libgloo-dev provides them); pip LibTorch 2.x builds
 // define USE_C10D_GLOO themselves where they ship them.
-#if defined(__has_include)
+// Define SHAPELAW_NO_GLOO to build without it even where the headers exist.
+#if defined(__has_include) && !defined(SHAPELAW_NO_GLOO)
 #if __has_include(<gloo/algorithm.h>) && __has_include(<torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>)
 #define SHAPELAW_HAVE_GLOO 1
 #ifndef USE_C10D_GLOO
