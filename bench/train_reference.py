@@ -9,7 +9,9 @@ random tokens generated up front (the C++ side reads shards through a prefetch t
 so neither side's step time contains data loading.
 
 Prints one JSON object: tokens/s over the timed steps, MFU against --peak (or a matmul
-peak measured here), and the mean forward/backward/optimizer time per step.
+peak measured here), and the mean forward/backward/optimizer time per step (host time:
+exact on CPU; on CUDA only the step time is synchronized). --device cuda --bf16 mirrors
+`train --device cuda` (bf16 autocast of the forward, fp32 weights and AdamW).
 """
 import argparse
 import json
@@ -141,14 +143,24 @@ def flops_per_token(a, model):
     return 6.0 * (non_embedding + a.vocab_size * a.width) + 12.0 * a.depth * a.width * a.seq_len
 
 
-def matmul_peak(n=1024, seconds=0.3):
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak(device, bf16, seconds=0.3):
+    n = 8192 if device.type == "cuda" else 1024
     g = torch.Generator().manual_seed(1234)
-    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    a = torch.randn(n, n, generator=g).to(device, dtype)
+    b = torch.randn(n, n, generator=g).to(device, dtype)
     torch.matmul(a, b)
+    sync(device)
     iters, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds or iters < 3:
         torch.matmul(a, b)
         iters += 1
+        sync(device)
     return 2.0 * n ** 3 * iters / (time.perf_counter() - t0)
 
 
@@ -169,20 +181,23 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--peak", type=float, default=0.0, help="MFU denominator (0: measure)")
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast of the forward (cuda)")
     a = p.parse_args()
 
     if a.threads > 0:
         torch.set_num_threads(a.threads)
-    peak = a.peak if a.peak > 0 else matmul_peak()
+    device = torch.device(a.device)
+    peak = a.peak if a.peak > 0 else matmul_peak(device, a.bf16)
     torch.manual_seed(a.seed)
-    model = Transformer(a)
+    model = Transformer(a).to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=3e-4, betas=(0.9, 0.95), eps=1e-8)
     accum = a.batch_tokens // (a.seq_len * a.micro_batch)
     assert accum * a.seq_len * a.micro_batch == a.batch_tokens, "batch_tokens must be a multiple of seq x micro"
-    data = torch.randint(1, a.vocab_size, (a.steps, accum, a.micro_batch, a.seq_len + 1))
+    data = torch.randint(1, a.vocab_size, (a.steps, accum, a.micro_batch, a.seq_len + 1)).to(device)
     fpt = flops_per_token(a, model)
 
     timed = {"step": 0.0, "forward": 0.0, "backward": 0.0, "optimizer": 0.0}
@@ -194,23 +209,26 @@ def main():
             group["lr"] = lr
         opt.zero_grad()
         fwd = bwd = 0.0
-        loss_sum = 0.0
+        loss_sum = torch.zeros((), device=device)
         for m in range(accum):
             w = data[step, m]
             tf = time.perf_counter()
-            loss = model.loss(w[:, :-1], w[:, 1:])
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=a.bf16):
+                loss = model.loss(w[:, :-1], w[:, 1:])
             tb = time.perf_counter()
             (loss / accum).backward()
             fwd += tb - tf
             bwd += time.perf_counter() - tb
-            loss_sum += loss.item()
+            loss_sum += loss.detach().float()
+        loss_sum = loss_sum.item()
         to = time.perf_counter()
-        norm = math.sqrt(sum(float(p.grad.float().pow(2).sum()) for p in model.parameters() if p.grad is not None))
+        norm = torch.stack([p.grad.float().pow(2).sum() for p in model.parameters() if p.grad is not None]).sum().sqrt().item()
         if norm > 1.0:
             for p in model.parameters():
                 if p.grad is not None:
                     p.grad.mul_(1.0 / (norm + 1e-6))
         opt.step()
+        sync(device)
         t1 = time.perf_counter()
         losses.append(loss_sum / accum)
         if step >= a.skip:
