@@ -22,7 +22,8 @@ scores and A.V without a causal discount; compute_flops = 6 * N_non_embedding * 
 Re-running the same command on the same --out continues from the newest complete
 checkpoint; a changed configuration is refused.
 Data parallel: launch with torchrun --no-python --nproc-per-node N train ... (RANK,
-WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or under srun (SLURM_*).)";
+WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; loopback:29500 by default) or under
+srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; set MASTER_ADDR for several nodes).)";
 
 void add_options(CLI::App& app, shapelaw::TrainConfig& c) {
   auto& m = c.model;

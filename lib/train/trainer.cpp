@@ -20,6 +20,7 @@
 
 #include "model/model.h"
 #include "shards/dataset.h"
+#include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/torch_compat.h"
 #include "train/train_config.h"
@@ -626,6 +627,37 @@ int run_impl(const TrainConfig& given) {
 }
 
 }  // namespace
+
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir) {
+  return complete_checkpoints(out_dir + "/checkpoints");
+}
+
+json read_checkpoint_state(const std::string& checkpoint_dir) {
+  const std::string path = checkpoint_dir + "/state.json";
+  if (!fs::exists(checkpoint_dir + "/COMPLETE"))
+    throw Error(checkpoint_dir + ": not a complete checkpoint (no COMPLETE marker)");
+  try {
+    json state = json::parse(read_file(path));
+    if (state.value("format", "") != "shapelaw.checkpoint") throw Error(path + ": not a shapelaw checkpoint");
+    if (state.value("version", 0) > 1) throw Error(path + ": checkpoint version newer than this build");
+    return state;
+  } catch (const json::exception& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+Transformer load_checkpoint_model(const std::string& checkpoint_dir, const torch::Device& device) {
+  json state = read_checkpoint_state(checkpoint_dir);
+  Transformer model(model_config_from_json(state.at("config").at("model")));
+  try {
+    torch::load(model, checkpoint_dir + "/model.pt", device);
+  } catch (const c10::Error& e) {
+    throw Error(checkpoint_dir + "/model.pt: unreadable: " + e.what_without_backtrace());
+  }
+  model->to(device);
+  model->eval();
+  return model;
+}
 
 int run_training(const TrainConfig& config) {
   try {

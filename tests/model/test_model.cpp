@@ -133,3 +133,53 @@ TEST_CASE("per-layer gradient norms and decay groups") {
   for (auto& name : groups.no_decay_names) CHECK(name.find("norm") != std::string::npos);
   CHECK(groups.decay.size() == size_t(2 + 4 * c.depth));  // embed, head, qkv/proj/fc/proj per block
 }
+
+#include <nlohmann/json.hpp>
+
+#include "shards/dataset.h"
+#include "shards/writer.h"
+#include "test_support.h"
+#include "train/checkpoint.h"
+#include "util/atomic_file.h"
+
+TEST_CASE("a train checkpoint loads back into the model it was saved from") {
+  using namespace shapelaw::test;
+  TempDir tmp;
+  TokenizerInfo tok;
+  tok.vocab_size = 50;
+  tok.eos_id = 0;
+  tok.model_sha256 = std::string(64, 'b');
+  ShardOptions opt;
+  opt.validation_fraction = 0.2;
+  {
+    ShardSetWriter writer(tmp.path() + "/shards", tok, opt);
+    for (uint32_t d = 0; d < 60; ++d) {
+      std::vector<uint32_t> doc;
+      for (uint32_t i = 0; i < 70; ++i) doc.push_back(1 + (d * 7 + i * 3) % 49);
+      writer.add_document(doc);
+    }
+    writer.finish();
+  }
+  const std::string out = tmp.path() + "/run";
+  auto r = run(bin("train") + " --data " + tmp.path() + "/shards --out " + out +
+               " --depth 1 --width 32 --head-dim 16 --seq-len 16 --micro-batch 2 --batch-tokens 64 --steps 3"
+               " --threads 1 --peak-flops 1e10 --val-tokens 170 --log-every 0");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto ckpts = list_checkpoints(out);
+  REQUIRE(ckpts.size() == 1);
+  CHECK(ckpts[0].first == 3);
+  CHECK(read_checkpoint_state(ckpts[0].second)["tokens"] == 3 * 64);
+  Transformer model = load_checkpoint_model(ckpts[0].second, torch::kCPU);
+  CHECK(model->config.depth == 1);
+  CHECK(model->config.vocab_size == 50);
+  // the loaded model reproduces the run's final validation loss (10 windows of 17 tokens)
+  TokenDataset data = TokenDataset::open(tmp.path() + "/shards");
+  auto tokens = data.split("validation").read(0, 10 * 17);
+  auto w = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end())).view({10, 17});
+  torch::NoGradGuard no_grad;
+  double loss = model->loss(w.slice(1, 0, 16), w.slice(1, 1, 17)).item<double>();
+  auto summary = nlohmann::json::parse(read_file(out + "/summary.json"));
+  CHECK(loss == Approx(summary["final_val_loss"].get<double>()).epsilon(1e-5));
+  CHECK_THROWS_WITH(load_checkpoint_model(tmp.path(), torch::kCPU), Catch::Contains("not a complete checkpoint"));
+}
