@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
     app.add_option("--holdout", o.holdout, "fraction of rows with the largest N held out by the extrapolation check (0: off)")
         ->check(CLI::Range(0.0, 0.9));
     app.add_flag("--no-loo", no_loo, "skip leave-one-out cross-validation");
+    bool no_profile = false;
+    app.add_flag("--no-profile", no_profile, "skip profile-likelihood CIs of the nonlinear parameters");
     app.add_option("--n", o.n_source, "parameter count N: auto (non-embedding if every row has it, else 12*D*W^2), "
                                       "12dw2, total, nonembedding")
         ->check(CLI::IsMember({"auto", "12dw2", "total", "nonembedding"}));
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
     o.phi_relative = phi == "relative";
     o.weights_se = weights == "se";
     o.loo = !no_loo;
+    o.profile = !no_profile;
     o.models = models;
     for (const auto& spec : grid_specs) {
       auto eq = spec.find('=');

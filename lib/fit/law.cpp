@@ -7,6 +7,7 @@
 #include <map>
 
 #include "fit/parallel.h"
+#include "fit/profile.h"
 #include "fit/resample.h"
 #include "fit/stats.h"
 #include "util/atomic_file.h"
@@ -152,6 +153,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                   {"bootstrap_by_group", have_groups},
                   {"holdout", opt.holdout},
                   {"loo", opt.loo},
+                  {"profile", opt.profile},
                   {"n_source", opt.n_source},
                   {"weights", opt.weights_se ? "se" : "none"},
                   {"response", response},
@@ -178,6 +180,12 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   mo.phi_relative = opt.phi_relative;
   mo.T_varies = T_varies;
 
+  for (const auto& name : names) {  // refuse a law of the other response before any work
+    Model m = make_model(name, mo);
+    if (m.response != response)
+      throw Error("model '" + name + "' fits " + m.response + ", but the input is a " + response + " table" +
+                  (opt.tau ? "" : " (use --tau for a probe-grads table)"));
+  }
   rec["models"] = json::array();
   json skipped = json::array();
   std::map<std::string, std::pair<Model, FitResult>> fitted;
@@ -216,6 +224,15 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
     mj["formula"] = m.formula;
     mj["response"] = m.response;
     mj["param_names"] = pnames;
+    // profile-likelihood intervals of the nonlinear parameters, in parallel
+    std::vector<ProfileInterval> profiles(P);
+    if (opt.profile) {
+      std::vector<int> which;
+      for (int q = m.n_lin(); q < P; ++q)
+        if (!m.is_fixed(q)) which.push_back(q);
+      parallel_for(which.size(), opt.fit.threads,
+                   [&](size_t w) { profiles[which[w]] = profile_interval(m, pts, fr, which[w], opt.fit); });
+    }
     json params = json::object();
     for (int q = 0; q < P; ++q) {
       std::vector<double> v;
@@ -232,6 +249,11 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                  {"fixed", m.is_fixed(q)},
                  {"linear", q < m.n_lin()}};
       if (q < m.n_lin() && est <= 0 && m.lin_names[q] != "E") pj["non_positive"] = true;
+      if (profiles[q].computed) {
+        pj["ci95_profile"] = interval(profiles[q].lo, profiles[q].hi);
+        if (profiles[q].lo_at_bound || profiles[q].hi_at_bound)
+          pj["ci95_profile_open"] = json::array({profiles[q].lo_at_bound, profiles[q].hi_at_bound});
+      }
       params[pnames[q]] = pj;
     }
     mj["params"] = params;

@@ -80,7 +80,7 @@ std::string render_text(const json& rec, bool md) {
     os << "\n" << (md ? "### " : "== ") << m["name"].get<std::string>() << (md ? "\n\n`" : ": ")
        << m["formula"].get<std::string>() << (md ? "`\n\n" : "\n");
     Table t;
-    t.header = {"param", "estimate", "se", "95% CI (bootstrap)", "95% CI (Jacobian)", "flags"};
+    t.header = {"param", "estimate", "se", "95% CI (bootstrap)", "95% CI (Jacobian)", "95% CI (profile)", "flags"};
     for (const auto& name : m["param_names"]) {
       const json& p = m["params"][name.get<std::string>()];
       std::string flags;
@@ -89,8 +89,10 @@ std::string render_text(const json& rec, bool md) {
       if (p.value("non_positive", false)) flags += "non-positive ";
       for (const auto& wk : m["weakly_identified"])
         if (wk == name) flags += "weakly-identified ";
+      std::string prof = p.contains("ci95_profile") ? ci(p["ci95_profile"]) : "-";
+      if (p.contains("ci95_profile_open")) prof += "*";
       t.rows.push_back({name.get<std::string>(), g(p["estimate"], 6), g(p["se"], 3), ci(p["ci95_bootstrap"]),
-                        ci(p["ci95_jacobian"]), flags});
+                        ci(p["ci95_jacobian"]), prof, flags});
     }
     os << t.render(md);
     if (!m["not_identifiable"].empty()) {
@@ -183,6 +185,12 @@ std::string render_record(const json& rec, const std::string& format) {
         os << csv_field(name) << ",param," << pn.get<std::string>() << "," << num_text(p["estimate"]) << ","
            << num_text(p["se"]) << "," << num_text(p["ci95_bootstrap"][0]) << "," << num_text(p["ci95_bootstrap"][1])
            << "," << num_text(p["ci95_jacobian"][0]) << "," << num_text(p["ci95_jacobian"][1]) << "\n";
+      }
+      for (const auto& pn : m["param_names"]) {
+        const json& p = m["params"][pn.get<std::string>()];
+        if (p.contains("ci95_profile"))
+          os << csv_field(name) << ",profile," << pn.get<std::string>() << "," << num_text(p["estimate"]) << ",,"
+             << num_text(p["ci95_profile"][0]) << "," << num_text(p["ci95_profile"][1]) << ",,\n";
       }
       for (auto it = m["metrics"].begin(); it != m["metrics"].end(); ++it)
         os << csv_field(name) << ",metric," << it.key() << "," << num_text(it.value()) << ",,,,,\n";

@@ -366,3 +366,31 @@ TEST_CASE("Jacobian and bootstrap 95% CIs reach their stated coverage on planted
   INFO("bootstrap CI of alpha covered the truth in " << boot_cover << " of " << boot_reps);
   CHECK(boot_cover >= 0.8 * boot_reps);
 }
+
+#include "fit/profile.h"
+
+TEST_CASE("profile-likelihood interval: close to the Jacobian interval on a smooth problem, open at a bound") {
+  Model m = make_model("tau-power", {});
+  std::vector<Point> xs;
+  for (double W : {128.0, 256.0, 384.0, 512.0, 768.0, 1024.0, 1536.0, 2048.0}) {
+    Point x;
+    x.W = W;
+    xs.push_back(x);
+  }
+  auto pts = synth(m, vec({2.06, 0.44}), xs, 0.02, 21);
+  FitOptions o;
+  o.objective.kind = Objective::LeastSquares;
+  FitResult fr = fit_multistart(m, pts, o);
+  ProfileInterval pi = profile_interval(m, pts, fr, 1, o);
+  REQUIRE(pi.computed);
+  CHECK_FALSE(pi.lo_at_bound);
+  CHECK_FALSE(pi.hi_at_bound);
+  CHECK(pi.lo < fr.p[1]);
+  CHECK(fr.p[1] < pi.hi);
+  CHECK(pi.lo <= 0.44);
+  CHECK(0.44 <= pi.hi);
+  // the likelihood-ratio interval uses χ²₁ (z = 1.96), the Jacobian one uses s² and t: similar widths
+  double jac_half = 1.959963984540054 * fr.se[1];
+  CHECK((pi.hi - pi.lo) / 2 == Approx(jac_half).epsilon(0.35));
+  CHECK(profile_interval(m, pts, fr, 0, o).computed == false);  // linear coefficients are not profiled
+}
