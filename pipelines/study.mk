@@ -1,0 +1,109 @@
+# The study, generic over a grid: train every run of $(GRID), probe its gradients,
+# fit the laws, audit, report. Included by micro.mk and paper.mk, which set:
+#   GRID          grid file: "run depth width [extra train flags]" per line
+#   DATA_MANIFEST shard manifest.json (a make target of the including file, or a file)
+#   TOKENIZER     sentencepiece model the shards were made with
+#   TRAIN_ARGS    train flags shared by every run
+#   STUDY         output directory (runs/, results/, report/ inside)
+# and may set LAUNCH (e.g. "torchrun --no-python --nproc-per-node=8"), PROBE_ARGS,
+# PROBE_MIN_DEPTH, FIT_ARGS, AUDIT_ARGS, STUDY_TITLE.
+#
+# Incremental semantics: a run's stamp (runs/R/train.args) holds its full train
+# command and the data manifest's SHA-256 and is rewritten only when they change; a
+# changed stamp wipes that run and retrains it. summary.json appears only when a run
+# finishes (train writes it atomically), so an interrupted make resumes the run from
+# its newest checkpoint and never restarts finished runs. Fit, audit and report
+# depend on the summaries and on their own option stamps.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+LAUNCH ?=
+PROBE_ARGS ?= -K 4 -B 4 -q
+PROBE_MIN_DEPTH ?= 3
+FIT_ARGS ?=
+AUDIT_ARGS ?=
+STUDY_TITLE ?= shapelaw study
+
+runs_dir := $(STUDY)/runs
+results := $(STUDY)/results
+REPORT_DIR ?= $(STUDY)/report
+report := $(REPORT_DIR)
+
+# The grid, declared once: run names, then per-run flags looked up by name.
+grid_rows = awk '!/^[[:space:]]*(\#|$$)/' $(GRID)
+runs := $(shell $(grid_rows) | awk '{print $$1}')
+probed_runs := $(shell $(grid_rows) | awk '$$2 >= $(PROBE_MIN_DEPTH) {print $$1}')
+run_flags = $(shell $(grid_rows) | awk -v r=$(1) '$$1 == r {printf "--depth %s --width %s", $$2, $$3; for (i = 4; i <= NF; i++) printf " %s", $$i}')
+
+summaries := $(runs:%=$(runs_dir)/%/summary.json)
+grad_fits := $(probed_runs:%=$(runs_dir)/%/grad_fit.json)
+
+.PHONY: study runs probes fit audit report FORCE
+study: report
+runs: $(summaries)
+probes: $(grad_fits)
+fit: $(results)/fit.json
+audit: $(results)/audit.md
+
+# Rewrites $(1) with $(2) only when the content differs, so its mtime marks real changes.
+define write_if_changed
+mkdir -p $(dir $(1)); \
+new=$$(printf '%s\n' $(2)); \
+if [ "$$(cat $(1) 2>/dev/null)" != "$$new" ]; then printf '%s\n' "$$new" > $(1).tmp && mv $(1).tmp $(1); fi
+endef
+
+$(runs_dir)/%/train.args: FORCE | $(DATA_MANIFEST)
+	@mkdir -p $(@D)
+	@new="$(TRAIN_ARGS) $(call run_flags,$*) --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER) # data $$(sha256sum < $(DATA_MANIFEST) | cut -c1-64)"; \
+	if [ "$$(cat $@ 2>/dev/null)" != "$$new" ]; then \
+	  if [ -f $@ ]; then echo "study: $* changed: retraining from scratch" >&2; \
+	    find $(@D) -mindepth 1 -not -name train.args -delete; fi; \
+	  printf '%s\n' "$$new" > $@.tmp && mv $@.tmp $@; \
+	fi
+
+# train resumes from the newest complete checkpoint in the run directory by itself.
+$(runs_dir)/%/summary.json: $(runs_dir)/%/train.args
+	$(LAUNCH) train --out $(@D) --run-id $* $$(sed 's/ #.*//' $<) 2>> $(@D)/train.log || { tail -5 $(@D)/train.log >&2; exit 1; }
+
+$(runs_dir)/%/grad_fit.json: $(runs_dir)/%/summary.json $(results)/probe.args
+	probe-grads measure $(@D) $(PROBE_ARGS) -o $(@D)/grad_probe
+	probe-grads fit $(@D)/grad_probe -o $@ > $(@D)/grad_fit.txt
+
+$(results)/probe.args: FORCE
+	@$(call write_if_changed,$@,"$(PROBE_ARGS)")
+$(results)/fit.args: FORCE
+	@$(call write_if_changed,$@,"$(FIT_ARGS)")
+$(results)/audit.args: FORCE
+	@$(call write_if_changed,$@,"$(AUDIT_ARGS)")
+
+$(results)/tau.csv: $(grad_fits)
+	@mkdir -p $(@D)
+	probe-grads summarize $(grad_fits) -o $@
+
+$(results)/tau-fit.json: $(results)/tau.csv $(results)/fit.args
+	fit-law --tau $< -o $@ --predictions $(results)/tau-predictions.csv --format markdown > $(results)/tau-fit.md
+
+$(results)/fit.json: $(summaries) $(results)/fit.args
+	@mkdir -p $(@D)
+	fit-law $(FIT_ARGS) $(summaries) -o $@ --predictions $(results)/predictions.csv --format markdown > $(results)/fit.md
+
+# The fitted law's D_crit comes from its best model with a depth penalty; a fit in
+# which no such model could be fitted (e.g. depth does not vary) gets a note instead.
+$(results)/audit.md: $(results)/fit.json $(results)/audit.args
+	audit examples/flagship-models.csv --law paper-log $(AUDIT_ARGS) -o $(results)/audit-paper-constants.md
+	@model=$$(jq -r '.selected_phi_model // empty' $<); \
+	if [ -n "$$model" ]; then \
+	  echo "audit examples/flagship-models.csv --law $< --model $$model $(AUDIT_ARGS) -o $@"; \
+	  audit examples/flagship-models.csv --law $< --model $$model $(AUDIT_ARGS) -o $@; \
+	else \
+	  echo "_No law with a critical depth was fitted (see the fitted laws: skipped or not identifiable models), so there is no fitted D_crit to audit with._" > $@; \
+	fi
+
+$(report)/README.md: $(results)/fit.json $(results)/tau-fit.json $(results)/audit.md scripts/make-report
+	scripts/make-report --title "$(STUDY_TITLE)" --study $(STUDY) --grid $(GRID) --out $(report)
+
+report: $(report)/README.md
+
+FORCE:
