@@ -54,9 +54,12 @@ new=$$(printf '%s\n' $(2)); \
 if [ "$$(cat $(1) 2>/dev/null)" != "$$new" ]; then printf '%s\n' "$$new" > $(1).tmp && mv $(1).tmp $(1); fi
 endef
 
+train_command = $(LAUNCH) train --out $(runs_dir)/$(1) --run-id $(1) $(TRAIN_ARGS) $(call run_flags,$(1)) \
+  --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER)
+
 $(runs_dir)/%/train.args: FORCE | $(DATA_MANIFEST)
 	@mkdir -p $(@D)
-	@new="$(TRAIN_ARGS) $(call run_flags,$*) --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER) # data $$(sha256sum < $(DATA_MANIFEST) | cut -c1-64)"; \
+	@new="$(call train_command,$*) # data $$(sha256sum < $(DATA_MANIFEST) | cut -c1-64)"; \
 	if [ "$$(cat $@ 2>/dev/null)" != "$$new" ]; then \
 	  if [ -f $@ ]; then echo "study: $* changed: retraining from scratch" >&2; \
 	    find $(@D) -mindepth 1 -not -name train.args -delete; fi; \
@@ -65,11 +68,20 @@ $(runs_dir)/%/train.args: FORCE | $(DATA_MANIFEST)
 
 # train resumes from the newest complete checkpoint in the run directory by itself.
 $(runs_dir)/%/summary.json: $(runs_dir)/%/train.args
-	$(LAUNCH) train --out $(@D) --run-id $* $$(sed 's/ #.*//' $<) 2>> $(@D)/train.log || { tail -5 $(@D)/train.log >&2; exit 1; }
+	$(call train_command,$*) 2>> $(@D)/train.log || { tail -5 $(@D)/train.log >&2; exit 1; }
 
+# PROBE_FROM=checkpoint: probe-grads measures the final checkpoint on validation
+# batches; PROBE_FROM=train-log: fit the per-layer norms train logged at
+# PROBE_LOG_STEP (set --probe-steps in TRAIN_ARGS; the paper's "after 1000 steps").
+PROBE_FROM ?= checkpoint
+PROBE_LOG_STEP ?= 1001
 $(runs_dir)/%/grad_fit.json: $(runs_dir)/%/summary.json $(results)/probe.args
+ifeq ($(PROBE_FROM),train-log)
+	probe-grads fit --train-log $(@D)/grad_norms.csv --log-step $(PROBE_LOG_STEP) -o $@ > $(@D)/grad_fit.txt
+else
 	probe-grads measure $(@D) $(PROBE_ARGS) -o $(@D)/grad_probe
 	probe-grads fit $(@D)/grad_probe -o $@ > $(@D)/grad_fit.txt
+endif
 
 $(results)/probe.args: FORCE
 	@$(call write_if_changed,$@,"$(PROBE_ARGS)")
