@@ -267,6 +267,17 @@ TEST_CASE("probe-grads: bad input gets one clear message and a non-zero exit") {
   CHECK(no_fit.exit_code == 1);
   CHECK(no_fit.output.find("no grad_fit.json") != std::string::npos);
 
+  // --device cuda on a machine (or LibTorch build) without CUDA: refused, not a crash
+  auto cuda = run(pg + " measure " + f.run + " --device cuda -K 1 -B 1 -q -o " + f.dir.path() + "/cuda");
+  if (cuda.exit_code != 0) {
+    CHECK(cuda.exit_code == 1);
+    CHECK(one_line(cuda.output));
+    CHECK(cuda.output.find("no CUDA device available") != std::string::npos);
+  }
+  auto bf16 = run(pg + " measure " + f.run + " --precision bf16");
+  CHECK(bf16.exit_code == 1);
+  CHECK(bf16.output.find("needs --device cuda") != std::string::npos);
+
   auto usage = run(pg + " measure");
   CHECK(usage.exit_code == 2);
 }
