@@ -126,6 +126,17 @@ GradProfile read_profile(const std::string& path) {
   if (fs::is_directory(path)) {
     csv_path = (fs::path(path) / "grad_profile.csv").string();
     if (!fs::exists(csv_path)) {
+      if (fs::is_directory(fs::path(path) / "grad_probe")) {
+        std::vector<std::string> dirs;
+        for (auto& e : fs::directory_iterator(fs::path(path) / "grad_probe"))
+          if (fs::exists(e.path() / "grad_profile.csv")) dirs.push_back(e.path().string());
+        std::sort(dirs.begin(), dirs.end());
+        std::string found;
+        for (auto& d : dirs) found += (found.empty() ? "" : ", ") + d;
+        if (fs::exists(fs::path(path) / "grad_probe" / "grad_profile.csv"))
+          found = (fs::path(path) / "grad_probe").string();
+        if (!found.empty()) throw Error(located(path, 0, "no grad_profile.csv here; measured profiles: " + found));
+      }
       if (fs::exists(fs::path(path) / "grad_norms.csv"))
         throw Error(located(path, 0, "no grad_profile.csv here (this looks like a train run: use --train-log " +
                                          (fs::path(path) / "grad_norms.csv").string() +
