@@ -94,8 +94,17 @@ $(results)/tau.csv: $(grad_fits)
 	@mkdir -p $(@D)
 	probe-grads summarize $(grad_fits) -o $@
 
-$(results)/tau-fit.json: $(results)/tau.csv $(results)/fit.args
-	fit-law --tau $< -o $@ --predictions $(results)/tau-predictions.csv --format markdown > $(results)/tau-fit.md
+# Runs whose gradients do not decay (no finite τ) stay in tau.csv, flagged; the τ(W)
+# fit needs at least three runs with a finite τ, else the report says why there is none.
+$(results)/tau-fit.md: $(results)/tau.csv $(results)/fit.args
+	@usable=$$(awk -F, 'NR > 1 && $$5 != "" && $$5 != "inf"' $< | wc -l); \
+	if [ "$$usable" -ge 3 ]; then \
+	  echo "fit-law --tau --skip-bad-rows $< -o $(results)/tau-fit.json --format markdown > $@"; \
+	  fit-law --tau --skip-bad-rows $< -o $(results)/tau-fit.json --predictions $(results)/tau-predictions.csv --format markdown > $@; \
+	else \
+	  rm -f $(results)/tau-fit.json; \
+	  echo "_No τ(W) fit: only $$usable run(s) have a finite persistence length τ (the others show no exponential decay of gradient norms towards the input; see their flags in the τ table), and the fit needs at least 3._" > $@; \
+	fi
 
 $(results)/fit.json: $(summaries) $(results)/fit.args
 	@mkdir -p $(@D)
@@ -113,7 +122,7 @@ $(results)/audit.md: $(results)/fit.json $(results)/audit.args
 	  echo "_No law with a critical depth was fitted (see the fitted laws: skipped or not identifiable models), so there is no fitted D_crit to audit with._" > $@; \
 	fi
 
-$(report)/README.md: $(results)/fit.json $(results)/tau-fit.json $(results)/audit.md scripts/make-report
+$(report)/README.md: $(results)/fit.json $(results)/tau-fit.md $(results)/audit.md scripts/make-report
 	scripts/make-report --title "$(STUDY_TITLE)" --study $(STUDY) --grid $(GRID) --out $(report)
 
 report: $(report)/README.md
