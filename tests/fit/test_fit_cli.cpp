@@ -174,7 +174,7 @@ TEST_CASE("column mapping with scale, fit.json shape, predictions CSV, formats")
   CHECK_THAT(cs.output, Catch::Contains("kaplan,param,alpha,"));
 }
 
-TEST_CASE("summary.json files are found in a directory; an unknown format version is refused") {
+TEST_CASE("summary.json files are found in a directory, and an unknown format version is refused") {
   test::TempDir dir;
   int i = 0;
   for (auto [D, W, L] : std::vector<std::tuple<int, int, double>>{
@@ -240,7 +240,7 @@ TEST_CASE("the refit of the paper's 30 runs runs and finds a depth penalty") {
   CHECK(pl["metrics"]["r2"].get<double>() > 0.9);
 }
 
-TEST_CASE("groups are resampled whole; --weights se needs loss_se; --grid and --fix are honoured") {
+TEST_CASE("groups are resampled whole, --weights se needs loss_se, --grid and --fix are honoured") {
   test::TempDir dir;
   std::string csv = dir.path() + "/g.csv";
   write(csv, "run,group,depth,width,loss,loss_se\n"
@@ -271,7 +271,7 @@ TEST_CASE("groups are resampled whole; --weights se needs loss_se; --grid and --
   CHECK_THAT(g.output, Catch::Contains("--grid 'alpha=x'"));
 }
 
-TEST_CASE("JSONL tables are read with dotted paths; a bad JSON line names file and line") {
+TEST_CASE("JSONL tables are read with dotted paths, and a bad JSON line names file and line") {
   test::TempDir dir;
   std::string jl = dir.path() + "/runs.jsonl";
   std::string body;

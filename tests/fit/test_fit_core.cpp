@@ -226,7 +226,7 @@ TEST_CASE("planted Chinchilla parameters are recovered within their confidence i
   CHECK(param(m, fr.p, "beta") == Approx(0.28).margin(0.03));
 }
 
-TEST_CASE("planted paper-log parameters are recovered; B and delta are not identifiable at constant T") {
+TEST_CASE("planted paper-log parameters are recovered, and B and delta are not identifiable at constant T") {
   ModelOptions mo;
   mo.T_varies = false;
   Model m = make_model("paper-log", mo);
