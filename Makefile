@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
-.PHONY: all deps build test micro bench-data bench-train refit-paper clean help
+.PHONY: all deps build test fast refit bench-data bench-train bench-fit refit-paper clean help
 
 all: build
 	$(MAKE) -f pipelines/micro.mk
@@ -16,6 +16,9 @@ help:
 	@echo "make test         build and run all tests (CTest)"
 	@echo "make bench-data   tokenize/shard benchmarks (results: docs/benchmarks.md)"
 	@echo "make bench-train  trainer benchmark against the PyTorch reference"
+	@echo "make bench-fit    fit-law timings"
+	@echo "make fast         the micro pipeline at FAST=1 (three tiny runs, every stage)"
+	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
 	@echo "make refit-paper  refit the paper's own tables with fit-law"
 	@echo "make clean        remove $(BUILD)/"
 
@@ -36,6 +39,15 @@ bench-data: build
 
 bench-train: build
 	bench/train.sh
+
+bench-fit: build
+	bench/fit.sh
+
+fast: build
+	$(MAKE) -f pipelines/micro.mk FAST=1
+
+refit: build
+	$(MAKE) -f pipelines/refit.mk
 
 refit-paper: build
 	$(MAKE) -f pipelines/refit-paper.mk
