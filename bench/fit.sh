@@ -10,10 +10,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 timed() {  # timed LABEL COMMAND...: wall and user CPU seconds
   local label=$1; shift
-  local t0 t1; t0=$(date +%s.%N)
-  local cpu; cpu=$( { /usr/bin/time -f '%U' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1 )
-  t1=$(date +%s.%N)
-  printf '%-60s wall %6.2f s   user %s s\n' "$label" "$(echo "$t1 - $t0" | bc)" "${cpu:-?}"
+  local TIMEFORMAT='%R %U' t
+  t=$( { time "$@" >/dev/null 2>&1; } 2>&1 )
+  printf '%-48s wall %7s s   user %7s s\n' "$label" "${t% *}" "${t#* }"
 }
 timed "paper-log, LS loss space, B=1000" fit-law examples/paper/paper30.csv -m paper-log --loss ls --space loss -B 1000 --no-loo --holdout 0 --optimal-draws 0 --format csv
 timed "paper-log, Huber(1e-3) log space, B=1000" fit-law examples/paper/paper30.csv -m paper-log -B 1000 --no-loo --holdout 0 --optimal-draws 0 --format csv
