@@ -9,8 +9,8 @@
 # PROBE_MIN_DEPTH, FIT_ARGS, AUDIT_ARGS, STUDY_TITLE.
 #
 # Incremental semantics: a run's stamp (runs/R/train.args) holds its full train
-# command and the data manifest's SHA-256 and is rewritten only when they change; a
-# changed stamp wipes that run and retrains it. summary.json appears only when a run
+# command and is rewritten only when it changes; a changed stamp, or a changed data
+# manifest, wipes that run and retrains it. summary.json appears only when a run
 # finishes (train writes it atomically), so an interrupted make resumes the run from
 # its newest checkpoint and never restarts finished runs. Fit, audit and report
 # depend on the summaries and on their own option stamps.
@@ -47,27 +47,40 @@ probes: $(grad_fits)
 fit: $(results)/fit.json
 audit: $(results)/audit.md
 
-# Rewrites $(1) with $(2) only when the content differs, so its mtime marks real changes.
-define write_if_changed
-mkdir -p $(dir $(1)); \
-new=$$(printf '%s\n' $(2)); \
-if [ "$$(cat $(1) 2>/dev/null)" != "$$new" ]; then printf '%s\n' "$$new" > $(1).tmp && mv $(1).tmp $(1); fi
-endef
-
 train_command = $(LAUNCH) train --out $(runs_dir)/$(1) --run-id $(1) $(TRAIN_ARGS) $(call run_flags,$(1)) \
   --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER)
 
-$(runs_dir)/%/train.args: FORCE | $(DATA_MANIFEST)
-	@mkdir -p $(@D)
-	@new="$(call train_command,$*) # data $$(sha256sum < $(DATA_MANIFEST) | cut -c1-64)"; \
-	if [ "$$(cat $@ 2>/dev/null)" != "$$new" ]; then \
-	  if [ -f $@ ]; then echo "study: $* changed: retraining from scratch" >&2; \
-	    find $(@D) -mindepth 1 -not -name train.args -delete; fi; \
-	  printf '%s\n' "$$new" > $@.tmp && mv $@.tmp $@; \
-	fi
+# Option stamps are brought up to date while make reads this file: a stamp is
+# rewritten only when its content differs, so its mtime marks real changes. A dry
+# run (`make -n`) changes nothing: a stamp that would change is marked out of date
+# instead, so `make -n` shows exactly what would rerun. A run whose command changed is wiped and retrained from scratch.
+dry_run := $(findstring n,$(firstword -$(MAKEFLAGS)))
+define sync_stamp
+$(if $(dry_run),$(if $(shell [ "$$(cat $(1) 2>/dev/null)" != '$(strip $(2))' ] && echo changed),$(eval $(1): FORCE)),\
+$(shell mkdir -p $(dir $(1)); \
+  if [ "$$(cat $(1) 2>/dev/null)" != '$(strip $(2))' ]; then \
+    if [ -f $(1) ] && [ -n '$(3)' ]; then echo "study: $(3) changed: retraining it from scratch" >&2; \
+      find $(dir $(1)) -mindepth 1 -not -name $(notdir $(1)) -delete; fi; \
+    printf '%s\n' '$(strip $(2))' > $(1); \
+  fi))
+endef
+$(foreach r,$(runs),$(call sync_stamp,$(runs_dir)/$(r)/train.args,$(call train_command,$(r)),$(r)))
+$(call sync_stamp,$(results)/probe.args,$(PROBE_ARGS) $(PROBE_FROM) $(PROBE_LOG_STEP))
+$(call sync_stamp,$(results)/fit.args,$(FIT_ARGS))
+$(call sync_stamp,$(results)/audit.args,$(AUDIT_ARGS))
+# Only a dry run gets here (a stamp that would change), or a deleted stamp.
+%.args:
+	@mkdir -p $(@D); touch $@
+FORCE:
 
 # train resumes from the newest complete checkpoint in the run directory by itself.
-$(runs_dir)/%/summary.json: $(runs_dir)/%/train.args
+# New data (another manifest) invalidates the run's checkpoints: wipe them first.
+$(runs_dir)/%/summary.json: $(runs_dir)/%/train.args $(DATA_MANIFEST)
+	@data=$$(sha256sum < $(DATA_MANIFEST) | cut -c1-64); \
+	if [ -f $(@D)/data.sha256 ] && [ "$$(cat $(@D)/data.sha256)" != "$$data" ]; then \
+	  echo "study: $*: the data changed: retraining from scratch" >&2; \
+	  find $(@D) -mindepth 1 -not -name train.args -delete; fi; \
+	echo "$$data" > $(@D)/data.sha256
 	$(call train_command,$*) 2>> $(@D)/train.log || { tail -5 $(@D)/train.log >&2; exit 1; }
 
 # PROBE_FROM=checkpoint: probe-grads measures the final checkpoint on validation
@@ -83,12 +96,6 @@ else
 	probe-grads fit $(@D)/grad_probe -o $@ > $(@D)/grad_fit.txt
 endif
 
-$(results)/probe.args: FORCE
-	@$(call write_if_changed,$@,"$(PROBE_ARGS)")
-$(results)/fit.args: FORCE
-	@$(call write_if_changed,$@,"$(FIT_ARGS)")
-$(results)/audit.args: FORCE
-	@$(call write_if_changed,$@,"$(AUDIT_ARGS)")
 
 $(results)/tau.csv: $(grad_fits)
 	@mkdir -p $(@D)
@@ -127,4 +134,3 @@ $(report)/README.md: $(results)/fit.json $(results)/tau-fit.md $(results)/audit.
 
 report: $(report)/README.md
 
-FORCE:

@@ -46,9 +46,11 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
 
   std::string wanted = model_name;
   if (wanted.empty()) {
-    if (!root.contains("selected_model") || !root["selected_model"].is_string())
-      fail(path, "selected_model", "missing (name a model with --model)");
-    wanted = root["selected_model"].get<std::string>();
+    // The audit needs a critical depth: prefer the best model that has one.
+    for (const char* key : {"selected_phi_model", "selected_model"})
+      if (wanted.empty() && root.contains(key) && root[key].is_string()) wanted = root[key].get<std::string>();
+    if (wanted.empty())
+      fail(path, "selected_model", "no model was selected in this record (name one with --model)");
   }
   const json* model = nullptr;
   std::string names, with_dcrit;
