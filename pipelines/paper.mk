@@ -24,6 +24,8 @@ TOKENIZER_SAMPLE_LINES ?= 10000000
 TRAIN_INPUTS ?= $(SLIMPAJAMA_DIR)/train
 VALIDATION_FRACTION ?= 0.0005
 
+include pipelines/stamps.mk
+.DEFAULT_GOAL := all
 tokenizer := $(PAPER)/tokenizer.model
 manifest := $(PAPER)/shards/manifest.json
 
@@ -34,11 +36,14 @@ data: $(manifest)
 $(SLIMPAJAMA_DIR):
 	@echo "paper.mk: SLIMPAJAMA_DIR=$(SLIMPAJAMA_DIR) does not exist (download SlimPajama-627B and set SLIMPAJAMA_DIR)" >&2; exit 1
 
-$(tokenizer): | $(SLIMPAJAMA_DIR)
+$(call sync_stamp,$(PAPER)/tokenizer.args,--vocab-size $(VOCAB) --sample-lines $(TOKENIZER_SAMPLE_LINES))
+$(call sync_stamp,$(PAPER)/shard.args,$(TRAIN_INPUTS) --validation-fraction $(VALIDATION_FRACTION))
+
+$(tokenizer): $(PAPER)/tokenizer.args | $(SLIMPAJAMA_DIR)
 	@mkdir -p $(@D)
 	tokenize train-model $(SLIMPAJAMA_DIR)/train --vocab-size $(VOCAB) --sample-lines $(TOKENIZER_SAMPLE_LINES) -o $@
 
-$(manifest): $(tokenizer)
+$(manifest): $(tokenizer) $(PAPER)/shard.args
 	tokenize encode -q -m $< $(TRAIN_INPUTS) \
 	  | shard write -q --tokenizer $< --validation-fraction $(VALIDATION_FRACTION) -o $(@D)
 

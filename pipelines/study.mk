@@ -18,6 +18,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 .SECONDARY:
+include pipelines/stamps.mk
 
 LAUNCH ?=
 PROBE_ARGS ?= -K 4 -B 4 -q
@@ -40,7 +41,7 @@ run_flags = $(shell $(grid_rows) | awk -v r=$(1) '$$1 == r {printf "--depth %s -
 summaries := $(runs:%=$(runs_dir)/%/summary.json)
 grad_fits := $(probed_runs:%=$(runs_dir)/%/grad_fit.json)
 
-.PHONY: study runs probes fit audit report FORCE
+.PHONY: study runs probes fit audit report
 study: report
 runs: $(summaries)
 probes: $(grad_fits)
@@ -50,28 +51,10 @@ audit: $(results)/audit.md
 train_command = $(LAUNCH) train --out $(runs_dir)/$(1) --run-id $(1) $(TRAIN_ARGS) $(call run_flags,$(1)) \
   --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER)
 
-# Option stamps are brought up to date while make reads this file: a stamp is
-# rewritten only when its content differs, so its mtime marks real changes. A dry
-# run (`make -n`) changes nothing: a stamp that would change is marked out of date
-# instead, so `make -n` shows exactly what would rerun. A run whose command changed is wiped and retrained from scratch.
-dry_run := $(findstring n,$(firstword -$(MAKEFLAGS)))
-define sync_stamp
-$(if $(dry_run),$(if $(shell [ "$$(cat $(1) 2>/dev/null)" != '$(strip $(2))' ] && echo changed),$(eval $(1): FORCE)),\
-$(shell mkdir -p $(dir $(1)); \
-  if [ "$$(cat $(1) 2>/dev/null)" != '$(strip $(2))' ]; then \
-    if [ -f $(1) ] && [ -n '$(3)' ]; then echo "study: $(3) changed: retraining it from scratch" >&2; \
-      find $(dir $(1)) -mindepth 1 -not -name $(notdir $(1)) -delete; fi; \
-    printf '%s\n' '$(strip $(2))' > $(1); \
-  fi))
-endef
 $(foreach r,$(runs),$(call sync_stamp,$(runs_dir)/$(r)/train.args,$(call train_command,$(r)),$(r)))
 $(call sync_stamp,$(results)/probe.args,$(PROBE_ARGS) $(PROBE_FROM) $(PROBE_LOG_STEP))
 $(call sync_stamp,$(results)/fit.args,$(FIT_ARGS))
 $(call sync_stamp,$(results)/audit.args,$(AUDIT_ARGS))
-# Only a dry run gets here (a stamp that would change), or a deleted stamp.
-%.args:
-	@mkdir -p $(@D); touch $@
-FORCE:
 
 # train resumes from the newest complete checkpoint in the run directory by itself.
 # New data (another manifest) invalidates the run's checkpoints: wipe them first.
