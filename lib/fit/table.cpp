@@ -1,3 +1,4 @@
+#include "util/csv_line.h"
 #include "fit/table.h"
 
 #include <glob.h>
@@ -53,29 +54,6 @@ bool parse_number(const std::string& text, double& out) {
   if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v)) return false;
   out = v;
   return true;
-}
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') { cur += '"'; ++i; }
-      else if (c == '"') quoted = false;
-      else cur += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
 }
 
 // A record seen as key -> raw text (CSV) or a JSON object; one accessor for both.

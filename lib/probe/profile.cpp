@@ -1,3 +1,4 @@
+#include "util/csv_line.h"
 #include "probe/profile.h"
 
 #include <algorithm>
@@ -19,20 +20,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : line) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
 
 double parse_double(const std::string& text, const std::string& path, long long line, const std::string& what) {
   char* end = nullptr;
@@ -167,7 +154,7 @@ GradProfile read_profile(const std::string& path) {
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
-    auto f = split(line, ',');
+    auto f = split_csv_line(line);
     if (col.empty()) {
       for (size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
       for (const char* need : {"layer", "component", "norm"})
@@ -207,7 +194,7 @@ GradProfile profile_from_train_log(const std::string& path, long long step) {
         throw Error(located(path, 1, "not a train grad_norms.csv (header must be step,layer,component,norm)"));
       continue;
     }
-    auto f = split(line, ',');
+    auto f = split_csv_line(line);
     if (f.size() != 4) throw Error(located(path, lineno, "expected 4 fields, got " + std::to_string(f.size())));
     ProfileRow r;
     long long s = parse_int(f[0], path, lineno, "step");
