@@ -381,6 +381,12 @@ int run_impl(const TrainConfig& given) {
       throw Error("the configuration differs from the checkpoint in " + dir +
                   " (refusing to mix runs; use another --out or delete its checkpoints):" + list);
     }
+    // The world size fixes which windows each rank reads: resuming with another one
+    // would replay or skip data, so it is refused like any binding option.
+    if (state.contains("world_size") && state.at("world_size").get<int>() != dist.world)
+      throw Error("the checkpoint in " + dir + " was written by " + std::to_string(state.at("world_size").get<int>()) +
+                  " data-parallel ranks, this run has " + std::to_string(dist.world) +
+                  " (the data order would change; resume with the same world size)");
     if (state.at("data_manifest_sha256") != dataset.manifest_sha256())
       throw Error("the data manifest differs from the one " + dir + " was trained on (manifest sha256 " +
                   state.at("data_manifest_sha256").get<std::string>().substr(0, 12) + "… vs " +
@@ -461,6 +467,8 @@ int run_impl(const TrainConfig& given) {
                   {"train_losses", losses},
                   {"wall_seconds", wall_before + seconds_since(wall_start)},
                   {"data_manifest_sha256", dataset.manifest_sha256()},
+                  {"tokenizer_sha256", dataset.tokenizer_sha256()},
+                  {"world_size", dist.world},
                   {"torch_version", compat::torch_version()},
                   {"binding_config", binding},
                   {"config", to_json(cfg)}};

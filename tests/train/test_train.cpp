@@ -218,6 +218,22 @@ TEST_CASE("train: a changed configuration is refused on resume") {
   CHECK(none.output.find("no complete checkpoint") != std::string::npos);
 }
 
+TEST_CASE("train: a checkpoint from another data-parallel world size is refused on resume") {
+  TempDir tmp;
+  std::string out = tmp.path() + "/run";
+  REQUIRE(run(base_args(out) + " --steps 4 --checkpoint-every 2").exit_code == 0);
+  std::string state_path = out + "/checkpoints/step_000000000004/state.json";
+  json state = json::parse(read_text(state_path));
+  CHECK(state.at("world_size") == 1);
+  CHECK(state.at("tokenizer_sha256").is_string());
+  state["world_size"] = 2;
+  write_text(state_path, state.dump());
+  auto r = run(base_args(out) + " --steps 4 --checkpoint-every 2");
+  CHECK(r.exit_code == 1);
+  INFO(r.output);
+  CHECK(r.output.find("2 data-parallel ranks, this run has 1") != std::string::npos);
+}
+
 TEST_CASE("train: clear errors for bad data, outputs and diverging runs") {
   TempDir tmp;
   auto no_data = run(bin("train") + " --data " + tmp.path() + "/nowhere --out " + tmp.path() + "/o --steps 2");
