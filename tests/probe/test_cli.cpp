@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shards/writer.h"
+#include "learnable_shards.h"
 #include "test_support.h"
 #include "util/atomic_file.h"
 
@@ -21,30 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string make_dataset(const std::string& dir, char tokenizer_hash_char) {
-  TokenizerInfo tok;
-  tok.vocab_size = 64;
-  tok.eos_id = 0;
-  tok.model_sha256 = std::string(64, tokenizer_hash_char);
-  tok.sentencepiece_version = "test";
-  ShardOptions opt;
-  opt.shard_tokens = 4096;
-  opt.frame_tokens = 512;
-  opt.validation_fraction = 0.1;
-  ShardSetWriter writer(dir, tok, opt);
-  std::mt19937_64 rng(7);
-  for (int d = 0; d < 300; ++d) {
-    std::vector<uint32_t> doc;
-    uint32_t t = 1 + rng() % 63;
-    for (int i = 0; i < 80; ++i) {
-      doc.push_back(t);
-      t = (rng() % 8 == 0) ? 1 + rng() % 63 : 1 + (t * 5 + 3) % 63;
-    }
-    writer.add_document(doc);
-  }
-  writer.finish();
-  return dir;
-}
 
 struct Fixture {
   TempDir dir;
@@ -65,8 +42,8 @@ std::string train_cmd(const std::string& data, const std::string& out, int depth
 Fixture& fixture() {
   static Fixture f = [] {
     Fixture x;
-    x.data = make_dataset(x.dir.path() + "/shards", 'a');
-    x.other_tokenizer = make_dataset(x.dir.path() + "/other", 'b');
+    x.data = write_learnable_shards(x.dir.path() + "/shards", 'a');
+    x.other_tokenizer = write_learnable_shards(x.dir.path() + "/other", 'b');
     x.run = x.dir.path() + "/d3w32";
     x.wide = x.dir.path() + "/d2w64";
     x.shallow = x.dir.path() + "/d1w32";

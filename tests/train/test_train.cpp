@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shards/writer.h"
+#include "learnable_shards.h"
 #include "test_support.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
@@ -24,36 +25,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Documents following a noisy affine recurrence over a 64-token vocabulary: learnable,
-// so the loss must fall within a few steps.
-std::string make_dataset(const std::string& dir) {
-  TokenizerInfo tok;
-  tok.vocab_size = 64;
-  tok.eos_id = 0;
-  tok.model_sha256 = std::string(64, 'a');
-  tok.sentencepiece_version = "test";
-  ShardOptions opt;
-  opt.shard_tokens = 4096;
-  opt.frame_tokens = 512;
-  opt.validation_fraction = 0.1;
-  ShardSetWriter writer(dir, tok, opt);
-  std::mt19937_64 rng(7);
-  for (int d = 0; d < 300; ++d) {
-    std::vector<uint32_t> doc;
-    uint32_t t = 1 + rng() % 63;
-    for (int i = 0; i < 80; ++i) {
-      doc.push_back(t);
-      t = (rng() % 8 == 0) ? 1 + rng() % 63 : 1 + (t * 5 + 3) % 63;
-    }
-    writer.add_document(doc);
-  }
-  writer.finish();
-  return dir;
-}
-
 const std::string& dataset() {
   static TempDir dir;
-  static std::string path = make_dataset(dir.path() + "/shards");
+  static std::string path = write_learnable_shards(dir.path() + "/shards");
   return path;
 }
 
