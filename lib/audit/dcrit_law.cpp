@@ -70,18 +70,23 @@ Law builtin_law(const std::string& spec) {
   const std::string paper_ci = "paper Table 1 marginal 95% CIs, drawn as independent normals (approximation)";
   const std::string paper_loss =
       "Φ only (γ = 0.18, μ = 0.35); the capacity term A/N^α is omitted because A is not published";
+  // Draws of the penalty (γ, μ) from Table 1's marginal CIs plus the law's own D_crit
+  // constant, which `draw_dcrit` sets.
+  auto add_paper_draws = [&](const auto& draw_dcrit) {
+    for (int i = 0; i < kPaperDraws; ++i) {
+      LawParams p = law.point;
+      draw_dcrit(p);
+      p.gamma = normal(kGamma);
+      p.mu = normal(kMu);
+      law.draws.push_back(p);
+    }
+  };
   if (spec == "paper-log") {
     law.point.form = LawParams::Form::log;
     law.point.kappa = kKappa.estimate;
     law.point = paper_phi(law.point);
     law.description = "D_crit = 2.43·ln W (paper Table 1 κ; Tables 4 and 8)";
-    for (int i = 0; i < kPaperDraws; ++i) {
-      LawParams p = law.point;
-      p.kappa = normal(kKappa);
-      p.gamma = normal(kGamma);
-      p.mu = normal(kMu);
-      law.draws.push_back(p);
-    }
+    add_paper_draws([&](LawParams& p) { p.kappa = normal(kKappa); });
     law.ci_label = paper_ci + " of κ, γ, μ";
     law.loss_note = paper_loss;
   } else if (spec == "paper-tau") {
@@ -90,13 +95,7 @@ Law builtin_law(const std::string& spec) {
     law.point.a = kA.estimate;
     law.point = paper_phi(law.point);
     law.description = "D_crit = τ(W) = 2.06·W^0.44 (paper §4.7; Hypothesis C.0.18 D_crit ≈ τ)";
-    for (int i = 0; i < kPaperDraws; ++i) {
-      LawParams p = law.point;
-      p.a = normal(kA);
-      p.gamma = normal(kGamma);
-      p.mu = normal(kMu);
-      law.draws.push_back(p);
-    }
+    add_paper_draws([&](LawParams& p) { p.a = normal(kA); });
     law.ci_label = paper_ci + " of a, γ, μ (c = 2.06 held fixed: no CI published)";
     law.loss_note = paper_loss;
   } else if (spec == "paper-table10") {

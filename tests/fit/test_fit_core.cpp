@@ -42,6 +42,21 @@ std::vector<Point> depth_width_grid(double T) {
   return xs;
 }
 
+// Every (N, T) pair at a fixed shape (8 x 1024): the design of the Chinchilla-style tests.
+std::vector<Point> n_by_t_grid(std::initializer_list<double> ns, std::initializer_list<double> ts) {
+  std::vector<Point> xs;
+  for (double N : ns)
+    for (double T : ts) {
+      Point x;
+      x.N = N;
+      x.T = T;
+      x.D = 8;
+      x.W = 1024;
+      xs.push_back(x);
+    }
+  return xs;
+}
+
 VectorXd vec(std::initializer_list<double> v) {
   VectorXd out(v.size());
   int i = 0;
@@ -156,17 +171,7 @@ TEST_CASE("every model's analytic Jacobian matches central finite differences") 
 TEST_CASE("variable-projection gradient equals the finite-difference gradient of the reduced objective") {
   Model m = make_model("chinchilla", {});
   VectorXd truth = vec({1.7, 400, 410, 0.34, 0.28});
-  std::vector<Point> xs;
-  for (double N : {1e8, 3e8, 1e9, 3e9, 1e10})
-    for (double T : {2e9, 6e9, 2e10, 6e10}) {
-      Point x;
-      x.N = N;
-      x.T = T;
-      x.D = 8;
-      x.W = 1024;
-      xs.push_back(x);
-    }
-  auto pts = synth(m, truth, xs, 0.01, 3);
+  auto pts = synth(m, truth, n_by_t_grid({1e8, 3e8, 1e9, 3e9, 1e10}, {2e9, 6e9, 2e10, 6e10}), 0.01, 3);
   for (bool log_space : {false, true}) {
     FitOptions o;
     o.log_space = log_space;
@@ -190,17 +195,7 @@ TEST_CASE("variable-projection gradient equals the finite-difference gradient of
 TEST_CASE("planted Chinchilla parameters are recovered within their confidence intervals") {
   Model m = make_model("chinchilla", {});
   VectorXd truth = vec({1.69, 406.4, 410.7, 0.34, 0.28});
-  std::vector<Point> xs;
-  for (double N : {5e7, 1e8, 3e8, 1e9, 3e9, 1e10})
-    for (double T : {1e9, 3e9, 1e10, 3e10, 1e11}) {
-      Point x;
-      x.N = N;
-      x.T = T;
-      x.D = 8;
-      x.W = 1024;
-      xs.push_back(x);
-    }
-  auto pts = synth(m, truth, xs, 0.003, 11);
+  auto pts = synth(m, truth, n_by_t_grid({5e7, 1e8, 3e8, 1e9, 3e9, 1e10}, {1e9, 3e9, 1e10, 3e10, 1e11}), 0.003, 11);
   FitOptions o;
   o.objective.kind = Objective::LeastSquares;
   o.threads = 2;
