@@ -20,6 +20,7 @@
 #include "audit/report.h"
 #include "audit/table_check.h"
 #include "util/atomic_file.h"
+#include "util/build_info.h"
 #include "util/error.h"
 #include "util/tool_main.h"
 
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
     CLI::App app{
         "Audit models against a critical-depth law D_crit(W): D/D_crit, a verdict, and a redesign at equal parameters "
         "with its predicted loss difference. Subcommands check published tables and the paper's own numbers."};
+    app.set_version_flag("--version", shapelaw::tool_version("audit"));
     app.fallthrough();
     app.require_subcommand(0, 1);
     std::string format = "markdown", output, law_spec = "paper-log", model_name, n_source = "paper";

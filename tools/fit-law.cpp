@@ -11,6 +11,7 @@
 #include "fit/report.h"
 #include "fit/table.h"
 #include "util/atomic_file.h"
+#include "util/build_info.h"
 #include "util/error.h"
 #include "util/tool_main.h"
 
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   return tool_main("fit-law", [&]() -> int {
     CLI::App app{"Fit scaling laws (paper ansatz, ablations, Kaplan, Chinchilla, gradient persistence)\n"
                  "to summary.json files, directories of them, or CSV/JSONL tables."};
+    app.set_version_flag("--version", shapelaw::tool_version("fit-law"));
     std::vector<std::string> inputs, col_specs, models;
     fit::LawOptions o;
     std::string loss = "huber", space = "log", phi = "absolute", format = "table", out_path, pred_path;
@@ -72,7 +74,7 @@ int main(int argc, char** argv) {
     app.add_flag("--skip-bad-rows", skip_bad, "warn about and skip bad rows instead of failing");
     try {
       app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
+    } catch (const CLI::Success& e) {  // --help, --version
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
       std::fprintf(stderr, "fit-law: error: %s (see --help)\n", e.what());

@@ -12,7 +12,10 @@
 #include "probe/profile.h"
 #include "probe/summarize.h"
 #include "probe/tau_fit.h"
+#include "train/torch_compat.h"
 #include "util/atomic_file.h"
+#include "util/build_info.h"
+#include "util/cpu_runtime.h"
 #include "util/error.h"
 #include "util/tool_main.h"
 
@@ -61,8 +64,11 @@ void print_profile(const GradProfile& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shapelaw::tune_cpu_runtime("probe-grads", argv);
   return tool_main("probe-grads", [&]() -> int {
     CLI::App app{"Per-layer gradient persistence of train runs: measure norms, fit tau, summarize for fit-law."};
+    app.set_version_flag("--version", shapelaw::tool_version("probe-grads") + "\nLibTorch " + shapelaw::compat::torch_version() +
+                                           "\nBLAS: " + shapelaw::blas_description());
     app.footer(kFooter);
     app.require_subcommand(1);
 

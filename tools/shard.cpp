@@ -4,12 +4,14 @@
 
 #include "shards/from_stream.h"
 #include "shards/inspect.h"
+#include "util/build_info.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
 
 int main(int argc, char** argv) {
   CLI::App app{"shard: write, inspect and verify shapelaw token shards"};
+  app.set_version_flag("--version", shapelaw::tool_version("shard"));
   app.require_subcommand(1);
 
   ShardOptions options;

@@ -9,6 +9,7 @@
 #include "corpus/brown.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/encoder.h"
+#include "util/build_info.h"
 #include "util/error.h"
 #include "util/tool_main.h"
 
@@ -16,6 +17,7 @@ using namespace shapelaw;
 
 int main(int argc, char** argv) {
   CLI::App app{"tokenize: sentencepiece BPE for shapelaw (train a model, encode documents)"};
+  app.set_version_flag("--version", shapelaw::tool_version("tokenize"));
   app.require_subcommand(1);
 
   BpeTrainingOptions train;

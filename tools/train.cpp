@@ -8,8 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "train/synthetic_data.h"
+#include "train/torch_compat.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
+#include "util/build_info.h"
+#include "util/cpu_runtime.h"
 #include "util/error.h"
 #include "util/tool_main.h"
 
@@ -82,6 +85,7 @@ void add_options(CLI::App& app, shapelaw::TrainConfig& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shapelaw::tune_cpu_runtime("train", argv);
   return shapelaw::tool_main("train", [&]() -> int {
     shapelaw::TrainConfig config;
     config.model.vocab_size = 0;  // from the manifest unless given
@@ -108,6 +112,8 @@ int main(int argc, char** argv) {
       }
     }
     CLI::App app{"Train one depth x width decoder-only transformer on token shards (LibTorch)."};
+    app.set_version_flag("--version", shapelaw::tool_version("train") + "\nLibTorch " + shapelaw::compat::torch_version() +
+                                           "\nBLAS: " + shapelaw::blas_description());
     app.footer(kFooter);
     std::string config_path;
     app.add_option("--config", config_path, "JSON file of options (keys as summary.json's \"config\")");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "model/head_loss.h"
 #include "train/torch_compat.h"
 
 namespace shapelaw {
@@ -120,18 +121,22 @@ void TransformerImpl::reset_parameters() {
   }
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+torch::Tensor TransformerImpl::hidden(const torch::Tensor& tokens) {
   TORCH_CHECK(tokens.size(1) <= config.seq_len, "sequence longer than seq_len");
   auto h = embed(tokens);
   for (auto& block : blocks) h = block(h, rope_cos, rope_sin);
-  h = final_norm(h);
-  return head ? head(h) : torch::matmul(h, embed->weight.t());
+  return final_norm(h);
+}
+
+const torch::Tensor& TransformerImpl::head_weight() { return head ? head->weight : embed->weight; }
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+  return torch::matmul(hidden(tokens), head_weight().t());
 }
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
-  auto logits = forward(tokens);
-  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32),
-                                              targets.reshape({-1}));
+  auto h = hidden(tokens);
+  return head_cross_entropy(h.reshape({-1, h.size(-1)}), head_weight(), targets.reshape({-1}));
 }
 
 ParamGroups split_decay_groups(torch::nn::Module& model) {

@@ -59,7 +59,10 @@ struct TransformerImpl : torch::nn::Module {
   explicit TransformerImpl(const ModelConfig& c);
   // tokens [B, T] (int64, T <= seq_len) -> logits [B, T, V]
   torch::Tensor forward(const torch::Tensor& tokens);
-  // mean next-token cross-entropy (nats/token); targets [B, T]
+  // final-norm hidden states [B, T, W]; the head weight [V, W] (the embedding when tied)
+  torch::Tensor hidden(const torch::Tensor& tokens);
+  const torch::Tensor& head_weight();
+  // mean next-token cross-entropy (nats/token); targets [B, T] (model/head_loss.h)
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
   // Re-draws every weight: N(0, init_std), residual output projections N(0, init_std/sqrt(2D)),
   // norms gain 1 / shift 0, biases 0. Uses torch's default generator (seeded by the caller).

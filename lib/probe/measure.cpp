@@ -16,6 +16,7 @@
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
+#include "util/cpu_runtime.h"
 #include "util/error.h"
 
 namespace shapelaw::probe {
@@ -284,6 +285,7 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   if (bf16 && !device.is_cuda()) throw Error("--precision bf16 needs --device cuda");
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(threads);
+  set_blas_threads(threads);  // OpenBLAS's own pool: set_num_threads does not reach it
 
   // model
   torch::manual_seed(0);  // the init is overwritten by the checkpoint; keep it reproducible anyway

@@ -24,8 +24,9 @@
 #include "train/distributed.h"
 #include "train/torch_compat.h"
 #include "train/train_config.h"
-#include "util/build_info.h"
 #include "util/atomic_file.h"
+#include "util/build_info.h"
+#include "util/cpu_runtime.h"
 #include "util/error.h"
 
 namespace shapelaw {
@@ -298,6 +299,7 @@ int run_impl(const TrainConfig& given) {
   if (bf16 && !device.is_cuda()) throw Error("--precision bf16 needs --device cuda (CPU runs in fp32)");
   const int threads = cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(threads);
+  set_blas_threads(threads);  // OpenBLAS's own pool: set_num_threads does not reach it
 
   // outputs
   const std::string out = cfg.out, ckpt_dir = out + "/checkpoints";
@@ -348,7 +350,7 @@ int run_impl(const TrainConfig& given) {
       std::to_string(counts.total) + ", non-embedding " + std::to_string(counts.non_embedding) + ", 12DW^2 " +
       std::to_string(counts.paper_12DW2) + "; " + fmt("%.4g", fpt) + " FLOPs/token");
   log("device " + device.str() + (bf16 ? " bf16 autocast" : " fp32") + ", " + std::to_string(threads) +
-      " threads, LibTorch " + compat::torch_version() + ", world " + std::to_string(dist.world) + "; " +
+      " threads (BLAS: " + blas_description() + "), LibTorch " + compat::torch_version() + ", world " + std::to_string(dist.world) + "; " +
       std::to_string(total_steps) + " steps x " + std::to_string(cfg.batch_tokens) + " tokens (" +
       std::to_string(accum) + " x " + std::to_string(cfg.micro_batch) + " x " + std::to_string(seq) +
       " per rank), warmup " + std::to_string(cfg.warmup()) + "; matmul peak " + fmt("%.4g", peak) + " FLOP/s");
@@ -623,6 +625,7 @@ int run_impl(const TrainConfig& given) {
                     {"precision", bf16 ? "bf16" : "fp32"},
                     {"world_size", dist.world},
                     {"torch_version", compat::torch_version()},
+                    {"blas", blas_description()},
                     {"git_rev", shapelaw_git_rev()},
                     {"data_manifest_sha256", dataset.manifest_sha256()},
                     {"tokenizer_sha256", dataset.tokenizer_sha256()},

@@ -1,12 +1,14 @@
 // Model shape, parameter counts against the paper's Table 9, and forward-pass sanity.
-#include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include <torch/torch.h>
 
 #include "model/model.h"
 #include "model/model_config.h"
+
+// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
+#undef CHECK
+#include <catch2/catch.hpp>
 
 using namespace shapelaw;
 

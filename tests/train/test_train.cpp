@@ -296,3 +296,21 @@ TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the
   CHECK(s["world_size"] == 2);
   CHECK(s["tokens"] == 6 * 256);
 }
+
+TEST_CASE("train --version names the LibTorch and the BLAS kernels it runs with") {
+  auto version = run(bin("train") + " --version");
+  REQUIRE(version.exit_code == 0);
+  CHECK_THAT(version.output, Catch::StartsWith("train (shapelaw "));
+  CHECK_THAT(version.output, Catch::Contains("LibTorch "));
+  CHECK_THAT(version.output, Catch::Contains("BLAS: "));
+  // Debian's OpenBLAS 0.3.21 takes newer Xeons for "Prescott"; train must re-run itself
+  // with the kernels this CPU supports, and say so.
+  auto forced = run("OPENBLAS_CORETYPE=Prescott " + bin("train") + " --version");
+  if (version.output.find("BLAS: OpenBLAS ") != std::string::npos) {
+    CHECK_THAT(forced.output, Catch::Contains("BLAS: OpenBLAS Prescott"));  // the user's choice stands
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      CHECK_THAT(version.output, !Catch::Contains("BLAS: OpenBLAS Prescott"));
+#endif
+  }
+}

@@ -4,6 +4,7 @@
 
 #include "test_support.h"
 #include "util/atomic_file.h"
+#include "util/cpu_runtime.h"
 #include "util/error.h"
 #include "util/sha256.h"
 
@@ -45,4 +46,18 @@ TEST_CASE("an atomic file aimed at a device writes in place and leaves the devic
     out.commit();
   }
   CHECK(std::filesystem::is_character_file("/dev/null"));
+}
+
+TEST_CASE("cpu runtime: BLAS description and the OpenBLAS core type for this CPU") {
+  const std::string description = shapelaw::blas_description();
+  CHECK_FALSE(description.empty());
+  // this test binary links no BLAS: the OpenBLAS functions must find nothing and do nothing
+  CHECK(shapelaw::blas_core_name().empty());
+  CHECK(description == "unknown (not OpenBLAS)");
+  shapelaw::set_blas_threads(1);  // a no-op, not a crash
+#if defined(__x86_64__)
+  const std::string best = shapelaw::best_openblas_coretype();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) CHECK(best == "SkylakeX");
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) CHECK(best == "Haswell");
+#endif
 }

@@ -1,0 +1,23 @@
+#pragma once
+// The output head and the loss in one: mean_i [ logsumexp(h_i U^T) - (h_i U^T)[y_i] ].
+//
+// Unfused, LibTorch materializes logits, log_softmax and their gradients as separate
+// [N, V] tensors and streams each through memory (exp twice, about seven passes); at
+// small widths that is most of a CPU step outside the matmuls. Fused, the forward pass
+// turns the logits in place, a cache-sized block of rows at a time, into the gradient
+//   dL/dlogits_i = (softmax(logits_i) - onehot(y_i)) / N
+// so backward is just the two head matmuls: dL/dh = G U, dL/dU = G^T h.
+#include <torch/torch.h>
+
+namespace shapelaw {
+
+// h [N, W], head weight [V, W], targets [N] (int64) -> scalar mean loss (fp32).
+// Fused on CPU in fp32 when a gradient is wanted; the plain composition otherwise
+// (CUDA, autocast, no-grad evaluation). Both give the same loss and gradients.
+torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
+
+// The plain composition, always: the reference the fused path is tested against.
+torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,
+                                         const torch::Tensor& targets);
+
+}  // namespace shapelaw

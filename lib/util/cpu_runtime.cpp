@@ -1,0 +1,92 @@
+#include "util/cpu_runtime.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace shapelaw {
+namespace {
+
+// Looked up at run time: the program links no BLAS itself, LibTorch brings it in.
+template <class Fn>
+Fn openblas_symbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+// Tells the re-executed process what OpenBLAS had picked, for blas_description().
+constexpr const char* kDetectedCoreVar = "SHAPELAW_OPENBLAS_DETECTED_CORE";
+
+// How capable a set of OpenBLAS x86-64 kernels is: only the order matters.
+int coretype_rank(const std::string& name) {
+  static const char* const kAvx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+  static const char* const kAvx2[] = {"Haswell", "Zen"};
+  for (const char* n : kAvx512)
+    if (strcasecmp(name.c_str(), n) == 0) return 3;
+  for (const char* n : kAvx2)
+    if (strcasecmp(name.c_str(), n) == 0) return 2;
+  if (strcasecmp(name.c_str(), "Sandybridge") == 0) return 1;
+  return 0;  // Prescott, Core2, Nehalem, Atom, ...: SSE kernels
+}
+
+}  // namespace
+
+std::string blas_core_name() {
+  auto corename = openblas_symbol<char* (*)()>("openblas_get_corename");
+  return corename ? std::string(corename()) : std::string();
+}
+
+std::string best_openblas_coretype() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return "";
+}
+
+void reexec_if_openblas_misdetected(const char* tool_name, char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE")) return;  // the user chose, or we already re-executed
+  const std::string current = blas_core_name(), best = best_openblas_coretype();
+  if (current.empty() || best.empty() || coretype_rank(current) >= coretype_rank(best)) return;
+  // Silent: tools keep stderr for progress and errors; blas_description() (in --version,
+  // the start-up log and summary.json) tells what was detected and what runs.
+  setenv("OPENBLAS_CORETYPE", best.c_str(), 1);
+  setenv(kDetectedCoreVar, current.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "%s: warning: could not re-execute with OPENBLAS_CORETYPE=%s (%s); continuing with \"%s\" kernels\n",
+               tool_name, best.c_str(), std::strerror(errno), current.c_str());
+  unsetenv(kDetectedCoreVar);
+}
+
+void set_blas_threads(int threads) {
+  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(threads);
+}
+
+void keep_freed_memory_for_reuse() {
+  mallopt(M_MMAP_MAX, 0);                    // no per-allocation mmap: large blocks from the heap
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);        // and never hand the heap top back between steps
+}
+
+void tune_cpu_runtime(const char* tool_name, char** argv) {
+  reexec_if_openblas_misdetected(tool_name, argv);
+  keep_freed_memory_for_reuse();
+}
+
+std::string blas_description() {
+  const std::string core = blas_core_name();
+  if (core.empty()) return "unknown (not OpenBLAS)";
+  auto get = openblas_symbol<int (*)()>("openblas_get_num_threads");
+  const int threads = get ? get() : 0;
+  const char* detected = std::getenv(kDetectedCoreVar);
+  return "OpenBLAS " + core + (detected ? std::string(" (detected as ") + detected + ", corrected)" : std::string()) +
+         ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
+}  // namespace shapelaw

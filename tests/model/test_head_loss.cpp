@@ -1,0 +1,56 @@
+// The fused head + cross-entropy (model/head_loss.h) against the plain LibTorch
+// composition: same loss, same gradients, same dispatch rules.
+#include <torch/torch.h>
+
+#include "model/head_loss.h"
+
+// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
+#undef CHECK
+#include <catch2/catch.hpp>
+
+using namespace shapelaw;
+
+namespace {
+struct Grads {
+  torch::Tensor loss, dh, dw;
+};
+Grads run(bool fused, const torch::Tensor& h0, const torch::Tensor& w0, const torch::Tensor& y, double scale) {
+  auto h = h0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true);
+  auto loss = fused ? head_cross_entropy(h, w, y) : head_cross_entropy_unfused(h, w, y);
+  (loss * scale).backward();
+  return {loss.detach(), h.grad(), w.grad()};
+}
+}  // namespace
+
+TEST_CASE("fused head cross-entropy equals log_softmax + nll in loss and both gradients") {
+  torch::manual_seed(3);
+  // rows not a multiple of the block size, a vocabulary not a power of two, large logits
+  for (auto [n, vocab, width, spread] : {std::tuple{37, 101, 16, 1.0}, std::tuple{300, 1000, 24, 8.0},
+                                         std::tuple{5, 70000, 8, 3.0}}) {
+    auto h = torch::randn({n, width}, torch::kFloat64).to(torch::kFloat32) * spread;
+    auto w = torch::randn({vocab, width}) * 0.5;
+    auto y = torch::randint(0, vocab, {n}, torch::kLong);
+    const auto a = run(true, h, w, y, 0.25), b = run(false, h, w, y, 0.25);
+    INFO("n " << n << " vocab " << vocab);
+    CHECK(a.loss.item<double>() == Approx(b.loss.item<double>()).epsilon(1e-5));
+    CHECK(torch::allclose(a.dh, b.dh, 1e-4, 1e-6));
+    CHECK(torch::allclose(a.dw, b.dw, 1e-4, 1e-6));
+  }
+}
+
+TEST_CASE("fused head cross-entropy is used only where it applies") {
+  auto h = torch::randn({4, 8}), w = torch::randn({11, 8}).requires_grad_(true);
+  auto y = torch::randint(0, 11, {4}, torch::kLong);
+  auto fused = head_cross_entropy(h, w, y);
+  REQUIRE(fused.grad_fn());
+  CHECK(fused.grad_fn()->name().find("FusedHeadCrossEntropy") != std::string::npos);
+  {
+    torch::NoGradGuard no_grad;  // evaluation: the plain path, nothing kept for backward
+    auto plain = head_cross_entropy(h, w, y);
+    CHECK_FALSE(plain.requires_grad());
+    CHECK(plain.item<double>() == Approx(fused.item<double>()).epsilon(1e-6));
+  }
+  auto h64 = h.to(torch::kFloat64).requires_grad_(true), w64 = w.detach().to(torch::kFloat64);
+  auto plain64 = head_cross_entropy(h64, w64, y);  // not fp32: the plain composition
+  CHECK(plain64.grad_fn()->name().find("Fused") == std::string::npos);
+}
