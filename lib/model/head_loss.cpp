@@ -1,13 +1,12 @@
 #include "model/head_loss.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+
+#include "model/softmax_rows.h"
 
 namespace shapelaw {
 namespace {
-
-// Rows per block: a block of logits stays in a core's L2 cache (~1 MiB) across the
-// softmax passes.
-int64_t rows_per_block(int64_t vocab) { return std::max<int64_t>(8, (1 << 18) / std::max<int64_t>(1, vocab)); }
 
 struct FusedHeadCrossEntropy : torch::autograd::Function<FusedHeadCrossEntropy> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
@@ -16,15 +15,12 @@ struct FusedHeadCrossEntropy : torch::autograd::Function<FusedHeadCrossEntropy> 
     torch::Tensor grad = torch::mm(h, weight.t());  // logits, turned into dL/dlogits below
     torch::Tensor target_logit = grad.gather(1, targets.unsqueeze(1)).squeeze(1);
     torch::Tensor log_normalizer = torch::empty({n}, grad.options());
-    const int64_t block = rows_per_block(vocab);
-    for (int64_t r = 0; r < n; r += block) {
-      torch::Tensor g = grad.narrow(0, r, std::min(block, n - r));
-      torch::Tensor row_max = g.amax(1, /*keepdim=*/true);
-      g.sub_(row_max).exp_();
-      torch::Tensor row_sum = g.sum(1, /*keepdim=*/true);
-      g.div_(row_sum * double(n));  // softmax / N
-      log_normalizer.narrow(0, r, g.size(0)).copy_((row_sum.log_() + row_max).squeeze(1));
-    }
+    float* logits = grad.data_ptr<float>();
+    float* normalizers = log_normalizer.data_ptr<float>();
+    const float scale = float(1.0 / double(n));
+    at::parallel_for(0, n, /*grain_size=*/16, [&](int64_t begin, int64_t end) {
+      softmax_rows_in_place(logits + begin * vocab, end - begin, vocab, scale, normalizers + begin);
+    });
     grad.scatter_add_(1, targets.unsqueeze(1), torch::full({n, 1}, -1.0 / double(n), grad.options()));
     ctx->save_for_backward({h, weight});
     ctx->saved_data["grad_logits"] = grad;
@@ -37,7 +33,7 @@ struct FusedHeadCrossEntropy : torch::autograd::Function<FusedHeadCrossEntropy> 
     const torch::Tensor &h = saved[0], &weight = saved[1];
     const torch::Tensor grad = ctx->saved_data["grad_logits"].toTensor();
     const torch::Tensor scale = grad_output[0];
-    return {torch::mm(grad, weight) * scale, torch::mm(grad.t(), h) * scale, torch::Tensor()};
+    return {torch::mm(grad, weight).mul_(scale), torch::mm(grad.t(), h).mul_(scale), torch::Tensor()};
   }
 };
 

@@ -4,7 +4,8 @@
 // Unfused, LibTorch materializes logits, log_softmax and their gradients as separate
 // [N, V] tensors and streams each through memory (exp twice, about seven passes); at
 // small widths that is most of a CPU step outside the matmuls. Fused, the forward pass
-// turns the logits in place, a cache-sized block of rows at a time, into the gradient
+// turns the logits in place, row by row while each row sits in L1 (model/softmax_rows.h),
+// into the gradient
 //   dL/dlogits_i = (softmax(logits_i) - onehot(y_i)) / N
 // so backward is just the two head matmuls: dL/dh = G U, dL/dU = G^T h.
 #include <torch/torch.h>

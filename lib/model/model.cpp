@@ -21,12 +21,20 @@ std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t seq, int64_t d, doub
   return {angles.cos().to(torch::kFloat32), angles.sin().to(torch::kFloat32)};
 }
 
-// Rotates pairs (x_i, x_{i+d/2}) by angle(t, i): x [B, H, T, d].
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  const int64_t half = x.size(-1) / 2, T = x.size(-2);
+// Rotates pairs (x_i, x_{i+d/2}) by angle(t, i): x [B, H, T, d], in the rotate-half form
+//   x * [cos, cos] + [x_{d/2..}, x_{..d/2}] * [-sin, sin]
+// with the full-width tables of rope_full_tables (four tensor ops instead of seven).
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos_full, const torch::Tensor& sin_full) {
+  const int64_t half = x.size(-1) / 2;
+  auto rotated = torch::cat({x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+  return (x * cos_full + rotated * sin_full).to(x.scalar_type());
+}
+
+// [T, d] tables for apply_rope from the [seq_len, d/2] buffers.
+std::pair<torch::Tensor, torch::Tensor> rope_full_tables(const torch::Tensor& cos, const torch::Tensor& sin,
+                                                         int64_t T) {
   auto c = cos.slice(0, 0, T), s = sin.slice(0, 0, T);
-  auto x1 = x.slice(-1, 0, half), x2 = x.slice(-1, half);
-  return torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1).to(x.scalar_type());
+  return {torch::cat({c, c}, -1), torch::cat({-s, s}, -1)};
 }
 
 double squared_grad_norm(const std::vector<torch::Tensor>& params) {
@@ -124,7 +132,8 @@ void TransformerImpl::reset_parameters() {
 torch::Tensor TransformerImpl::hidden(const torch::Tensor& tokens) {
   TORCH_CHECK(tokens.size(1) <= config.seq_len, "sequence longer than seq_len");
   auto h = embed(tokens);
-  for (auto& block : blocks) h = block(h, rope_cos, rope_sin);
+  const auto [cos_full, sin_full] = rope_full_tables(rope_cos, rope_sin, tokens.size(1));
+  for (auto& block : blocks) h = block(h, cos_full, sin_full);
   return final_norm(h);
 }
 

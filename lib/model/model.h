@@ -31,7 +31,7 @@ TORCH_MODULE(Norm);
 
 struct AttentionImpl : torch::nn::Module {
   explicit AttentionImpl(const ModelConfig& c);
-  // x [B, T, W]; cos/sin [T, head_dim/2] rotary tables
+  // x [B, T, W]; cos/sin [T, head_dim] rotary tables in rotate-half form ([c, c], [-s, s])
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   int64_t heads, head_dim;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};

@@ -1,6 +1,10 @@
 #pragma once
 // Every difference between Debian's LibTorch 1.13 (CPU) and LibTorch 2.x (CUDA) that
 // shapelaw relies on lives here, so the rest of the code is written once.
+#include <sstream>
+#include <string>
+#include <type_traits>
+
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -26,11 +30,13 @@ inline torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tenso
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
                                           /*is_causal=*/true);
 #else
-  const int64_t T = q.size(-2);
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(q.size(-1))));
-  auto future = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  return torch::matmul(torch::softmax(scores, -1), v);
+  // One baddbmm applies the 1/sqrt(d) scale and the additive causal mask inside the
+  // batched matmul: no separate scale and masked_fill passes over the [B, H, T, T] scores.
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+  auto future = torch::full({T, T}, -std::numeric_limits<float>::infinity(), q.options()).triu(1);
+  auto scores = torch::baddbmm(future, q.reshape({B * H, T, d}), k.reshape({B * H, T, d}).transpose(1, 2),
+                               /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(double(d)));
+  return torch::bmm(torch::softmax(scores, -1), v.reshape({B * H, T, d})).view({B, H, T, d});
 #endif
 }
 
@@ -88,6 +94,20 @@ inline void cuda_synchronize(const torch::Device& device) {
 #else
   (void)device;  // 1.13 CPU builds: nothing to wait for (item() syncs on CUDA anyway)
 #endif
+}
+
+// The key of a parameter in Optimizer::state(): the TensorImpl address printed as a
+// string in 1.13, the address itself in 2.x. Chosen by the map's key type, not by version.
+template <class StateMap>
+typename StateMap::key_type optimizer_state_key(const torch::Tensor& param) {
+  using Key = typename StateMap::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;
+    key << param.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return static_cast<Key>(param.unsafeGetTensorImpl());
+  }
 }
 
 }  // namespace shapelaw::compat

@@ -22,6 +22,7 @@
 #include "shards/dataset.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
+#include "train/fused_adamw.h"
 #include "train/torch_compat.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
@@ -230,7 +231,7 @@ double measure_matmul_peak(const torch::Device& device, bool bf16) {
 double global_grad_norm(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> sq;
   for (auto& p : params)
-    if (p.grad().defined()) sq.push_back(p.grad().to(torch::kFloat32).pow(2).sum());
+    if (p.grad().defined()) sq.push_back(p.grad().to(torch::kFloat32).norm().square());
   return sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
 }
 
@@ -503,7 +504,7 @@ int run_impl(const TrainConfig& given) {
       const double lr = cfg.lr_at(step);
       for (auto& group : optimizer.param_groups())
         static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-      optimizer.zero_grad();
+      for (auto& p : all_params) p.mutable_grad() = torch::Tensor();  // the first backward writes, not adds
       double wait_ms = 0;
       torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device));
       double forward_s = 0, backward_s = 0;  // host-side phase times (exact on CPU)
@@ -538,13 +539,8 @@ int run_impl(const TrainConfig& given) {
         for (auto& r : component_grad_norms(*model))
           grads->write(std::to_string(step + 1) + "," + std::to_string(r.layer) + "," + r.component + "," +
                        fmt("%.9g", r.norm));
-      if (cfg.grad_clip > 0 && grad_norm > cfg.grad_clip) {
-        torch::NoGradGuard no_grad;
-        const double scale = cfg.grad_clip / (grad_norm + 1e-6);
-        for (auto& p : all_params)
-          if (p.grad().defined()) p.grad().mul_(scale);
-      }
-      optimizer.step();
+      const bool clip = cfg.grad_clip > 0 && grad_norm > cfg.grad_clip;
+      adamw_step(optimizer, clip ? cfg.grad_clip / (grad_norm + 1e-6) : 1.0);
       compat::cuda_synchronize(device);
       const double optimizer_s = seconds_since(t_opt);
       ++step;
