@@ -10,7 +10,7 @@
 # incl. clipping / data wait).
 # The reference runs twice: `pytorch` as a user would start it, and `pt-tuned` with the
 # process settings `train` makes for itself (lib/util/cpu_runtime.h: OpenBLAS core type
-# and threads, glibc keeping freed memory) given through the environment, so that the
+# and threads, passive OpenMP waiting, glibc keeping freed memory) given through the environment, so that the
 # second ratio is the framework and kernel difference alone.
 # Usage: bench/train.sh   (via `make bench-train`)
 #   env: THREADS (default nproc), VOCAB (8192), STEPS (5), STEPS_MID (3), SKIP (1), REPEAT (1),
@@ -92,7 +92,7 @@ trap 'rm -rf "$work"' EXIT
 "$BIN/train" --make-synthetic-shards "$work/shards" --synthetic-tokens 3000000 --vocab-size "$VOCAB" 2>/dev/null
 # the OpenBLAS kernels train runs with ("BLAS: OpenBLAS SkylakeX (detected as Prescott, corrected), ...")
 CORE=$("$BIN/train" --version | sed -n 's/^BLAS: OpenBLAS \([A-Za-z0-9]*\).*/\1/p')
-TUNED_ENV=(OPENBLAS_NUM_THREADS="$THREADS" MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1073741824 ${CORE:+OPENBLAS_CORETYPE=$CORE})
+TUNED_ENV=(OPENBLAS_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1073741824 ${CORE:+OPENBLAS_CORETYPE=$CORE})
 PEAK=$(env "${TUNED_ENV[@]}" "$PYTHON" - "$THREADS" <<'PY'
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace shapelaw {
 namespace {
@@ -51,18 +53,32 @@ std::string best_openblas_coretype() {
   return "";
 }
 
-void reexec_if_openblas_misdetected(const char* tool_name, char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE")) return;  // the user chose, or we already re-executed
+std::vector<std::pair<std::string, std::string>> environment_corrections() {
+  std::vector<std::pair<std::string, std::string>> set;
   const std::string current = blas_core_name(), best = best_openblas_coretype();
-  if (current.empty() || best.empty() || coretype_rank(current) >= coretype_rank(best)) return;
+  if (!std::getenv("OPENBLAS_CORETYPE") && !current.empty() && !best.empty() &&
+      coretype_rank(current) < coretype_rank(best)) {
+    set.emplace_back("OPENBLAS_CORETYPE", best);
+    set.emplace_back(kDetectedCoreVar, current);
+  }
+  // OpenBLAS with its own pthreads beside ATen's OpenMP: libgomp's default spin-wait
+  // after each parallel region takes the cores OpenBLAS's threads need next (2 threads
+  // ran a small step 1.9x slower than with passive waiting).
+  auto parallel = openblas_symbol<int (*)()>("openblas_get_parallel");
+  if (!std::getenv("OMP_WAIT_POLICY") && parallel && parallel() == 1) set.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  return set;
+}
+
+void reexec_with_cpu_environment(const char* tool_name, char** argv) {
+  const auto corrections = environment_corrections();
+  if (corrections.empty()) return;  // nothing to correct, the user chose, or we already re-executed
   // Silent: tools keep stderr for progress and errors; blas_description() (in --version,
   // the start-up log and summary.json) tells what was detected and what runs.
-  setenv("OPENBLAS_CORETYPE", best.c_str(), 1);
-  setenv(kDetectedCoreVar, current.c_str(), 1);
+  for (const auto& [name, value] : corrections) setenv(name.c_str(), value.c_str(), 1);
   execv("/proc/self/exe", argv);
-  std::fprintf(stderr, "%s: warning: could not re-execute with OPENBLAS_CORETYPE=%s (%s); continuing with \"%s\" kernels\n",
-               tool_name, best.c_str(), std::strerror(errno), current.c_str());
-  unsetenv(kDetectedCoreVar);
+  std::fprintf(stderr, "%s: warning: could not re-execute with corrected OpenBLAS/OpenMP settings (%s)\n", tool_name,
+               std::strerror(errno));
+  for (const auto& [name, value] : corrections) unsetenv(name.c_str());
 }
 
 void set_blas_threads(int threads) {
@@ -75,7 +91,7 @@ void keep_freed_memory_for_reuse() {
 }
 
 void tune_cpu_runtime(const char* tool_name, char** argv) {
-  reexec_if_openblas_misdetected(tool_name, argv);
+  reexec_with_cpu_environment(tool_name, argv);
   keep_freed_memory_for_reuse();
 }
 
@@ -85,8 +101,10 @@ std::string blas_description() {
   auto get = openblas_symbol<int (*)()>("openblas_get_num_threads");
   const int threads = get ? get() : 0;
   const char* detected = std::getenv(kDetectedCoreVar);
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   return "OpenBLAS " + core + (detected ? std::string(" (detected as ") + detected + ", corrected)" : std::string()) +
-         ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+         ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+         (wait_policy ? std::string("; OMP_WAIT_POLICY=") + wait_policy : std::string());
 }
 
 }  // namespace shapelaw

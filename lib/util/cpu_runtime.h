@@ -1,12 +1,14 @@
 #pragma once
 // The BLAS under Debian's LibTorch is whatever libblas.so.3 points to (OpenBLAS with
-// libopenblas0-pthread). Two things about it decide CPU matmul speed and are invisible
+// libopenblas0-pthread). Three process settings decide CPU step time and are invisible
 // from LibTorch:
 //  - OpenBLAS 0.3.21 (Debian 12) does not know CPUs released after it (e.g. Xeon
 //    Sapphire/Emerald Rapids) and falls back to its generic "Prescott" SSE3 kernels,
 //    ~5x slower than its AVX-512 ones. It reads OPENBLAS_CORETYPE only while loading,
 //    so the only fix from inside a program is to set it and re-execute.
-//  - OpenBLAS keeps its own thread pool; torch::set_num_threads does not size it.
+//  - OpenBLAS keeps its own thread pool; torch::set_num_threads does not size it, and
+//    libgomp's spin-waiting ATen threads starve it unless OMP_WAIT_POLICY=PASSIVE, which
+//    libgomp, too, reads only while loading.
 //  - glibc serves every allocation above 32 MiB with a fresh mmap and unmaps it on free,
 //    so each training step page-faults and zeroes its large activations (the logits)
 //    again: a quarter of a small CPU step went to the kernel's page-fault path.
@@ -15,8 +17,8 @@
 
 namespace shapelaw {
 
-// Everything a LibTorch tool does first in main(): re-executes if OpenBLAS misdetected
-// the CPU, then keeps freed memory for reuse.
+// Everything a LibTorch tool does first in main(): re-executes with corrected OpenBLAS and
+// OpenMP settings if needed, then keeps freed memory for reuse.
 void tune_cpu_runtime(const char* tool_name, char** argv);
 
 // Large blocks come from the heap and stay there after free (no mmap/munmap churn):
@@ -29,16 +31,17 @@ std::string blas_core_name();
 // The OpenBLAS core type this CPU supports best ("SkylakeX", "Haswell"), "" if unknown.
 std::string best_openblas_coretype();
 
-// If OpenBLAS picked kernels weaker than this CPU supports and OPENBLAS_CORETYPE is not
-// set, sets it and re-executes the program (argv unchanged); silent unless exec fails.
+// If OpenBLAS picked kernels weaker than this CPU supports (and OPENBLAS_CORETYPE is
+// unset), or runs its own pthreads beside OpenMP (and OMP_WAIT_POLICY is unset), sets
+// those variables and re-executes the program (argv unchanged); silent unless exec fails.
 // Returns only when no re-execution is needed or it failed.
-void reexec_if_openblas_misdetected(const char* tool_name, char** argv);
+void reexec_with_cpu_environment(const char* tool_name, char** argv);
 
 // Sizes OpenBLAS's thread pool (ATen's intra-op threads are set separately).
 void set_blas_threads(int threads);
 
-// "OpenBLAS SkylakeX (detected as Prescott, corrected), 2 threads" or "unknown (not
-// OpenBLAS)": for --version, logs and summary.json.
+// "OpenBLAS SkylakeX (detected as Prescott, corrected), 2 threads; OMP_WAIT_POLICY=PASSIVE"
+// or "unknown (not OpenBLAS)": for --version, logs and summary.json.
 std::string blas_description();
 
 }  // namespace shapelaw

@@ -308,6 +308,8 @@ TEST_CASE("train --version names the LibTorch and the BLAS kernels it runs with"
   auto forced = run("OPENBLAS_CORETYPE=Prescott " + bin("train") + " --version");
   if (version.output.find("BLAS: OpenBLAS ") != std::string::npos) {
     CHECK_THAT(forced.output, Catch::Contains("BLAS: OpenBLAS Prescott"));  // the user's choice stands
+    auto active = run("OMP_WAIT_POLICY=ACTIVE " + bin("train") + " --version");
+    CHECK_THAT(active.output, Catch::Contains("OMP_WAIT_POLICY=ACTIVE"));
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
       CHECK_THAT(version.output, !Catch::Contains("BLAS: OpenBLAS Prescott"));
