@@ -1,9 +1,9 @@
 #include "model/head_loss.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 
 #include "model/softmax_rows.h"
+#include "train/torch_compat.h"
 
 namespace shapelaw {
 namespace {
@@ -46,7 +46,7 @@ torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Te
 
 torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
   const bool fusable = h.device().is_cpu() && h.scalar_type() == torch::kFloat32 &&
-                       weight.scalar_type() == torch::kFloat32 && !at::autocast::is_cpu_enabled() &&
+                       weight.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled() &&
                        torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
   if (!fusable) return head_cross_entropy_unfused(h, weight, targets);
   return FusedHeadCrossEntropy::apply(h.contiguous(), weight, targets.contiguous());

@@ -96,6 +96,15 @@ inline void cuda_synchronize(const torch::Device& device) {
 #endif
 }
 
+// Whether CPU autocast is on (the fused CPU head loss is fp32-only).
+inline bool cpu_autocast_enabled() {
+#if SHAPELAW_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(at::kCPU);
+#else
+  return at::autocast::is_cpu_enabled();
+#endif
+}
+
 // The key of a parameter in Optimizer::state(): the TensorImpl address printed as a
 // string in 1.13, the address itself in 2.x. Chosen by the map's key type, not by version.
 template <class StateMap>
