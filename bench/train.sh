@@ -37,8 +37,15 @@ if [ "${1:-}" = "--gpu-check" ]; then
   echo "gpu-check: torch $("$PYTHON" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0))')"
   cmake -S . -B "$GPU_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$GPU_BUILD.configure.log" 2>&1 \
     || { cat "$GPU_BUILD.configure.log"; exit 1; }
-  cmake --build "$GPU_BUILD" --target train -j "$(nproc)"
+  grep -i "nccl" "$GPU_BUILD.configure.log" || true
+  if ! cmake --build "$GPU_BUILD" --target train -j "$(nproc)" >"$GPU_BUILD.build.log" 2>&1; then
+    # the NCCL path has never been compiled before a GPU session: keep its error, build without it
+    echo "gpu-check: build with NCCL failed; first errors:"; grep -m 5 "error" "$GPU_BUILD.build.log" || tail -20 "$GPU_BUILD.build.log"
+    cmake -S . -B "$GPU_BUILD" -DSHAPELAW_WITH_NCCL=OFF >/dev/null
+    cmake --build "$GPU_BUILD" --target train -j "$(nproc)" >"$GPU_BUILD.build.log" 2>&1 || { tail -40 "$GPU_BUILD.build.log"; exit 1; }
+  fi
   T="$GPU_BUILD/bin/train"
+  "$T" --version | sed 's/^/gpu-check: /'
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   "$T" --make-synthetic-shards "$work/shards" --synthetic-tokens 20000000 --vocab-size 50257 2>/dev/null

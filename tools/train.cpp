@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/distributed.h"
 #include "train/synthetic_data.h"
 #include "train/torch_compat.h"
 #include "train/train_config.h"
@@ -113,7 +114,10 @@ int main(int argc, char** argv) {
     }
     CLI::App app{"Train one depth x width decoder-only transformer on token shards (LibTorch)."};
     app.set_version_flag("--version", shapelaw::tool_version("train") + "\nLibTorch " + shapelaw::compat::torch_version() +
-                                           "\nBLAS: " + shapelaw::blas_description());
+                                           "\nBLAS: " + shapelaw::blas_description() +
+                                           "\ndata parallel: " + (shapelaw::Distributed::available()
+                                                                        ? shapelaw::Distributed::backends()
+                                                                        : std::string("none (single process only)")));
     app.footer(kFooter);
     std::string config_path;
     app.add_option("--config", config_path, "JSON file of options (keys as summary.json's \"config\")");

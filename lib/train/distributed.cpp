@@ -16,8 +16,16 @@
 #define USE_C10D_GLOO
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
+#endif
+// NCCL (CUDA builds only): lib/CMakeLists.txt defines SHAPELAW_HAVE_NCCL and
+// USE_C10D_NCCL when the LibTorch has CUDA and nccl.h is found (pip: the nvidia-nccl wheel).
+#ifdef SHAPELAW_HAVE_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#if defined(SHAPELAW_HAVE_GLOO) || defined(SHAPELAW_HAVE_NCCL)
+#define SHAPELAW_HAVE_C10D 1
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 
 namespace shapelaw {
@@ -40,10 +48,51 @@ int env_int(const char* a, const char* b, int fallback) {
   }
 }
 
-#ifdef SHAPELAW_HAVE_GLOO
+// "nccl" for CUDA runs when built with it, else "gloo"; SHAPELAW_DIST_BACKEND overrides.
+std::string choose_backend(const std::string& device) {
+  const std::string wanted = env_str("SHAPELAW_DIST_BACKEND", nullptr, "");
+  if (!wanted.empty() && wanted != "gloo" && wanted != "nccl")
+    throw Error("SHAPELAW_DIST_BACKEND='" + wanted + "': use gloo or nccl");
+  const bool cuda = device.rfind("cuda", 0) == 0;
+  std::string backend = wanted.empty() ? (cuda && Distributed::has_backend("nccl") ? "nccl" : "gloo") : wanted;
+  if (!Distributed::available())
+    throw Error("WORLD_SIZE > 1: this build has no c10d process group (Debian's libtorch-dev ships "
+                "ProcessGroupGloo.hpp but not the gloo headers it includes: install libgloo-dev and rebuild)");
+  if (!Distributed::has_backend(backend))
+    throw Error("data-parallel backend " + backend + " is not in this build (it has: " +
+                Distributed::backends() + ")");
+  if (backend == "nccl" && !cuda) throw Error("the nccl backend needs --device cuda");
+  return backend;
+}
+
+#ifdef SHAPELAW_HAVE_C10D
+// One of the two process groups; both have the same collective signatures.
 struct Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+#ifdef SHAPELAW_HAVE_GLOO
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#endif
+#ifdef SHAPELAW_HAVE_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
+#endif
+  void allreduce(std::vector<at::Tensor>& t) {
+#ifdef SHAPELAW_HAVE_NCCL
+    if (nccl) return (void)nccl->allreduce(t)->wait();
+#endif
+#ifdef SHAPELAW_HAVE_GLOO
+    gloo->allreduce(t)->wait();
+#endif
+  }
+  void broadcast(std::vector<at::Tensor>& t) {
+    c10d::BroadcastOptions o;
+    o.rootRank = 0;
+#ifdef SHAPELAW_HAVE_NCCL
+    if (nccl) return (void)nccl->broadcast(t, o)->wait();
+#endif
+#ifdef SHAPELAW_HAVE_GLOO
+    gloo->broadcast(t, o)->wait();
+#endif
+  }
 };
 
 // Gradients are flattened into buckets of about 25 MB, each all-reduced in one call.
@@ -81,16 +130,27 @@ void flat_collective(const std::vector<torch::Tensor>& bucket, const std::functi
 
 }  // namespace
 
-bool Distributed::available() {
+bool Distributed::available() { return !backends().empty(); }
+
+bool Distributed::has_backend(const std::string& name) {
 #ifdef SHAPELAW_HAVE_GLOO
-  return true;
-#else
-  return false;
+  if (name == "gloo") return true;
 #endif
+#ifdef SHAPELAW_HAVE_NCCL
+  if (name == "nccl") return true;
+#endif
+  (void)name;
+  return false;
+}
+
+std::string Distributed::backends() {
+  std::string list;
+  for (const char* name : {"gloo", "nccl"})
+    if (has_backend(name)) list += (list.empty() ? "" : ", ") + std::string(name);
+  return list;
 }
 
 Distributed Distributed::from_env(const std::string& device) {
-  (void)device;
   Distributed d;
   d.world = env_int("WORLD_SIZE", "SLURM_NTASKS", 1);
   d.rank = env_int("RANK", "SLURM_PROCID", 0);
@@ -98,7 +158,8 @@ Distributed Distributed::from_env(const std::string& device) {
   if (d.world < 1 || d.rank < 0 || d.rank >= d.world)
     throw Error("invalid RANK=" + std::to_string(d.rank) + " / WORLD_SIZE=" + std::to_string(d.world));
   if (d.world == 1) return d;
-#ifdef SHAPELAW_HAVE_GLOO
+  const std::string backend = choose_backend(device);  // or a clear error
+#ifdef SHAPELAW_HAVE_C10D
   // torchrun sets MASTER_ADDR/MASTER_PORT; under Slurm give them yourself (or the
   // defaults: loopback, 29500, i.e. a single node)
   const std::string addr = env_str("MASTER_ADDR", nullptr, "127.0.0.1");
@@ -111,37 +172,40 @@ Distributed Distributed::from_env(const std::string& device) {
     opts.numWorkers = size_t(d.world);
     opts.timeout = std::chrono::minutes(5);
     group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
-    auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(10));
-    const bool loopback = addr == "127.0.0.1" || addr == "localhost" || addr == "::1";
-    options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname(addr)
-                                        : c10d::ProcessGroupGloo::createDefaultDevice());
-    group->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, d.rank, d.world, options);
+#ifdef SHAPELAW_HAVE_NCCL
+    if (backend == "nccl")
+      group->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, d.rank, d.world);
+#endif
+#ifdef SHAPELAW_HAVE_GLOO
+    if (backend == "gloo") {
+      auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(10));
+      const bool loopback = addr == "127.0.0.1" || addr == "localhost" || addr == "::1";
+      options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname(addr)
+                                          : c10d::ProcessGroupGloo::createDefaultDevice());
+      group->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, d.rank, d.world, options);
+    }
+#endif
   } catch (const std::exception& e) {
-    throw Error("data-parallel rendezvous at " + addr + ":" + std::to_string(port) + " (rank " +
+    throw Error("data-parallel rendezvous (" + backend + ") at " + addr + ":" + std::to_string(port) + " (rank " +
                 std::to_string(d.rank) + " of " + std::to_string(d.world) + ") failed: " + e.what());
   }
   d.group = group;
   return d;
 #else
-  throw Error("WORLD_SIZE=" + std::to_string(d.world) +
-              ": this build has no c10d Gloo process group (Debian's libtorch-dev ships "
-              "ProcessGroupGloo.hpp but not the gloo headers it includes: install libgloo-dev and rebuild)");
+  (void)backend;
+  return d;  // unreachable: choose_backend throws when no process group is built
 #endif
 }
 
 void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params) const {
   if (world == 1) return;
-#ifdef SHAPELAW_HAVE_GLOO
+#ifdef SHAPELAW_HAVE_C10D
   torch::NoGradGuard no_grad;
-  auto& pg = static_cast<Group*>(group.get())->pg;
+  auto* g = static_cast<Group*>(group.get());
   std::vector<torch::Tensor> data;
   for (auto& p : params) data.push_back(p.detach());
   for_each_bucket(data, [&](const std::vector<torch::Tensor>& bucket) {
-    flat_collective(bucket, [&](std::vector<at::Tensor>& t) {
-      c10d::BroadcastOptions o;
-      o.rootRank = 0;
-      pg->broadcast(t, o)->wait();
-    });
+    flat_collective(bucket, [&](std::vector<at::Tensor>& t) { g->broadcast(t); });
   });
 #else
   (void)params;
@@ -150,16 +214,16 @@ void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params)
 
 void Distributed::average_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) const {
   if (world == 1) return;
-#ifdef SHAPELAW_HAVE_GLOO
+#ifdef SHAPELAW_HAVE_C10D
   torch::NoGradGuard no_grad;
-  auto& pg = static_cast<Group*>(group.get())->pg;
+  auto* g = static_cast<Group*>(group.get());
   std::vector<torch::Tensor> grads;
   for (auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
   grads.push_back(loss_sum);
   for_each_bucket(grads, [&](const std::vector<torch::Tensor>& bucket) {
     flat_collective(bucket, [&](std::vector<at::Tensor>& t) {
-      pg->allreduce(t)->wait();
+      g->allreduce(t);
       t[0].div_(double(world));
     });
   });

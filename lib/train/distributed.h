@@ -16,6 +16,10 @@ struct Distributed {
 
   static Distributed from_env(const std::string& device);
   static bool available();  // whether this build can run world > 1
+  static bool has_backend(const std::string& name);  // "gloo", "nccl"
+  static std::string backends();                       // "gloo, nccl", "" if none
+  // Backend: nccl for --device cuda when built with it, else gloo; the environment
+  // variable SHAPELAW_DIST_BACKEND=gloo|nccl overrides.
   // rank 0's parameters to every rank
   void broadcast_parameters(const std::vector<torch::Tensor>& params) const;
   // mean of every gradient (bucketed all-reduce) and of the loss sum, across ranks

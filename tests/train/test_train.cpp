@@ -282,7 +282,7 @@ TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the
   std::string cmd = base_args(two) + opts + " --micro-batch 2";
   auto r = run("(" + env(1) + cmd + " >" + tmp.path() + "/rank1.log 2>&1 &) ; " + env(0) + cmd);
   INFO(r.output);
-  if (r.output.find("no c10d Gloo process group") != std::string::npos) {
+  if (r.output.find("no c10d process group") != std::string::npos) {
     WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
     return;
   }
@@ -297,12 +297,29 @@ TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the
   CHECK(s["tokens"] == 6 * 256);
 }
 
+TEST_CASE("train: a data-parallel backend that is unknown or not built is refused clearly") {
+  TempDir tmp;
+  const std::string env = "RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 ";
+  auto bad = run("SHAPELAW_DIST_BACKEND=mpi " + env + base_args(tmp.path() + "/a") + " --steps 1");
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains("SHAPELAW_DIST_BACKEND='mpi': use gloo or nccl"));
+  // NCCL on a CPU run: refused before any rendezvous is attempted, whatever the build has
+  auto nccl = run("SHAPELAW_DIST_BACKEND=nccl " + env + base_args(tmp.path() + "/b") + " --steps 1");
+  CHECK(nccl.exit_code == 1);
+  INFO(nccl.output);
+  CHECK((nccl.output.find("backend nccl is not in this build") != std::string::npos ||
+         nccl.output.find("the nccl backend needs --device cuda") != std::string::npos ||
+         nccl.output.find("no c10d process group") != std::string::npos));
+  CHECK(!fs::exists(tmp.path() + "/b/summary.json"));
+}
+
 TEST_CASE("train --version names the LibTorch and the BLAS kernels it runs with") {
   auto version = run(bin("train") + " --version");
   REQUIRE(version.exit_code == 0);
   CHECK_THAT(version.output, Catch::StartsWith("train (shapelaw "));
   CHECK_THAT(version.output, Catch::Contains("LibTorch "));
   CHECK_THAT(version.output, Catch::Contains("BLAS: "));
+  CHECK_THAT(version.output, Catch::Contains("data parallel: "));
   // Debian's OpenBLAS 0.3.21 takes newer Xeons for "Prescott"; train must re-run itself
   // with the kernels this CPU supports, and say so.
   auto forced = run("OPENBLAS_CORETYPE=Prescott " + bin("train") + " --version");
