@@ -22,18 +22,19 @@ struct FusedHeadCrossEntropy : torch::autograd::Function<FusedHeadCrossEntropy> 
       softmax_rows_in_place(logits + begin * vocab, end - begin, vocab, scale, normalizers + begin);
     });
     grad.scatter_add_(1, targets.unsqueeze(1), torch::full({n, 1}, -1.0 / double(n), grad.options()));
-    ctx->save_for_backward({h, weight});
-    ctx->saved_data["grad_logits"] = grad;
+    ctx->save_for_backward({h, weight, grad});  // freed by autograd once backward has run
     return (log_normalizer - target_logit).mean();
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_output) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &h = saved[0], &weight = saved[1];
-    const torch::Tensor grad = ctx->saved_data["grad_logits"].toTensor();
+    const torch::Tensor &h = saved[0], &weight = saved[1], &grad = saved[2];
     const torch::Tensor scale = grad_output[0];
-    return {torch::mm(grad, weight).mul_(scale), torch::mm(grad.t(), h).mul_(scale), torch::Tensor()};
+    torch::Tensor dh, dweight;
+    if (ctx->needs_input_grad(0)) dh = torch::mm(grad, weight).mul_(scale);
+    if (ctx->needs_input_grad(1)) dweight = torch::mm(grad.t(), h).mul_(scale);
+    return {dh, dweight, torch::Tensor()};
   }
 };
 

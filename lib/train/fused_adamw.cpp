@@ -9,10 +9,19 @@
 namespace shapelaw {
 namespace {
 
-bool fusable(const torch::Tensor& p) {
-  const auto& g = p.grad();
-  return p.device().is_cpu() && p.scalar_type() == torch::kFloat32 && p.is_contiguous() && !g.is_sparse() &&
-         g.scalar_type() == torch::kFloat32 && g.is_contiguous() && g.sizes() == p.sizes();
+// A CPU fp32 contiguous tensor shaped like p: what the raw loop may read and write.
+bool plain_like(const torch::Tensor& t, const torch::Tensor& p) {
+  return t.defined() && !t.is_sparse() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
+         t.is_contiguous() && t.sizes() == p.sizes();
+}
+
+bool fusable(torch::optim::AdamW& optimizer, const torch::Tensor& p) {
+  if (!plain_like(p, p) || !plain_like(p.grad(), p)) return false;
+  auto& states = optimizer.state();
+  auto it = states.find(compat::optimizer_state_key<std::decay_t<decltype(states)>>(p));
+  if (it == states.end()) return true;  // created below, as AdamW would
+  auto& state = static_cast<torch::optim::AdamWParamState&>(*it->second);
+  return plain_like(state.exp_avg(), p) && plain_like(state.exp_avg_sq(), p);  // e.g. a loaded optimizer.pt
 }
 
 // The optimizer's state for p, created as AdamW::step creates it.
@@ -31,7 +40,7 @@ torch::optim::AdamWParamState& state_of(torch::optim::AdamW& optimizer, const to
 }
 
 struct Coefficients {
-  float decay, b1, b2, g_scale, one_minus_b1, one_minus_b2, inv_sqrt_correction2, eps, step_size;
+  float decay, b1, b2, g_scale, one_minus_b1, one_minus_b2, sqrt_correction2, eps, step_size;
 };
 
 // One pass over n elements; cloned for AVX-512 and AVX2 (picked at load time), so the
@@ -47,7 +56,9 @@ void update_range(float* __restrict param, const float* __restrict grad, float* 
     const float vi = c.b2 * v[i] + c.one_minus_b2 * g * g;
     m[i] = mi;
     v[i] = vi;
-    param[i] = param[i] * c.decay - c.step_size * mi / (std::sqrt(vi) * c.inv_sqrt_correction2 + c.eps);
+    // torch's order: p *= decay; denom = sqrt(v) / sqrt(bc2) + eps; p += -step_size * (m / denom)
+    const float decayed = param[i] * c.decay;
+    param[i] = decayed + -c.step_size * (mi / (std::sqrt(vi) / c.sqrt_correction2 + c.eps));
   }
 }
 
@@ -58,7 +69,7 @@ void adamw_step(torch::optim::AdamW& optimizer, double clip_scale) {
   for (auto& group : optimizer.param_groups()) {
     if (static_cast<torch::optim::AdamWOptions&>(group.options()).amsgrad()) fused = false;
     for (auto& p : group.params())
-      if (p.grad().defined() && !fusable(p)) fused = false;
+      if (p.grad().defined() && !fusable(optimizer, p)) fused = false;
   }
   torch::NoGradGuard no_grad;
   if (!fused) {
@@ -80,15 +91,19 @@ void adamw_step(torch::optim::AdamW& optimizer, double clip_scale) {
       const double correction2 = 1.0 - std::pow(beta2, double(state.step()));
       const float decay = float(1.0 - lr * o.weight_decay()), b1 = float(beta1), b2 = float(beta2);
       const float g_scale = float(clip_scale), one_minus_b1 = float(1.0 - beta1), one_minus_b2 = float(1.0 - beta2);
-      const float inv_sqrt_correction2 = float(1.0 / std::sqrt(correction2)), eps = float(o.eps());
+      const float sqrt_correction2 = float(std::sqrt(correction2)), eps = float(o.eps());
       const float step_size = float(lr / correction1);
       float* param = p.data_ptr<float>();
       const float* grad = p.grad().data_ptr<float>();
       float* m = state.exp_avg().data_ptr<float>();
       float* v = state.exp_avg_sq().data_ptr<float>();
+      // written through raw pointers: tell autograd these tensors changed, as in-place ops would
+      torch::autograd::impl::bump_version(p);
+      torch::autograd::impl::bump_version(state.exp_avg());
+      torch::autograd::impl::bump_version(state.exp_avg_sq());
       at::parallel_for(0, p.numel(), /*grain_size=*/1 << 15, [&](int64_t begin, int64_t end) {
         update_range(param + begin, grad + begin, m + begin, v + begin, end - begin,
-                     {decay, b1, b2, g_scale, one_minus_b1, one_minus_b2, inv_sqrt_correction2, eps, step_size});
+                     {decay, b1, b2, g_scale, one_minus_b1, one_minus_b2, sqrt_correction2, eps, step_size});
       });
     }
   }

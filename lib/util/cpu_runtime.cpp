@@ -69,9 +69,26 @@ std::vector<std::pair<std::string, std::string>> environment_corrections() {
   return set;
 }
 
+// Whether /proc/self/exe is this program, natively: not ld.so running it, and not under
+// valgrind (which answers readlink with the client's path but would exec its own tool).
+bool self_is_argv0(const char* argv0) {
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload && std::strstr(preload, "vgpreload")) return false;
+  char buffer[4096];
+  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0 || !argv0) return false;
+  buffer[n] = '\0';
+  auto base = [](const char* path) {
+    const char* slash = std::strrchr(path, '/');
+    return std::string(slash ? slash + 1 : path);
+  };
+  return base(buffer) == base(argv0);
+}
+
 void reexec_with_cpu_environment(const char* tool_name, char** argv) {
   const auto corrections = environment_corrections();
   if (corrections.empty()) return;  // nothing to correct, the user chose, or we already re-executed
+  if (!self_is_argv0(argv[0])) return;  // under valgrind or ld.so: leave the settings alone
   // Silent: tools keep stderr for progress and errors; blas_description() (in --version,
   // the start-up log and summary.json) tells what was detected and what runs.
   for (const auto& [name, value] : corrections) setenv(name.c_str(), value.c_str(), 1);
@@ -102,7 +119,11 @@ std::string blas_description() {
   const int threads = get ? get() : 0;
   const char* detected = std::getenv(kDetectedCoreVar);
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  return "OpenBLAS " + core + (detected ? std::string(" (detected as ") + detected + ", corrected)" : std::string()) +
+  std::string correction;
+  if (detected)
+    correction = core == detected ? std::string(" (this OpenBLAS ignored OPENBLAS_CORETYPE)")
+                                  : std::string(" (detected as ") + detected + ", corrected)";
+  return "OpenBLAS " + core + correction +
          ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
          (wait_policy ? std::string("; OMP_WAIT_POLICY=") + wait_policy : std::string());
 }

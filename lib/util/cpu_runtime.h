@@ -22,7 +22,9 @@ namespace shapelaw {
 void tune_cpu_runtime(const char* tool_name, char** argv);
 
 // Large blocks come from the heap and stay there after free (no mmap/munmap churn):
-// a step's tensors reuse the previous step's pages. Peak RSS is unchanged.
+// a step's tensors reuse the previous step's pages. RSS stays at its peak (a trainer's
+// steps reach the same peak again anyway). Threads other than the main one still mmap
+// blocks above 64 MiB.
 void keep_freed_memory_for_reuse();
 
 // OpenBLAS's name for the kernels in use ("SkylakeX", "Prescott", ...); "" if not OpenBLAS.
