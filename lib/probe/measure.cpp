@@ -6,17 +6,16 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "model/model.h"
 #include "probe/measure.h"
 #include "probe/measure_torch.h"
 #include "shards/dataset.h"
+#include "train/cpu_threads.h"
 #include "train/torch_compat.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
-#include "util/cpu_runtime.h"
 #include "util/error.h"
 
 namespace shapelaw::probe {
@@ -283,9 +282,7 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   if (precision != "fp32" && precision != "bf16") throw Error("--precision must be fp32 or bf16");
   const bool bf16 = precision == "bf16";
   if (bf16 && !device.is_cuda()) throw Error("--precision bf16 needs --device cuda");
-  const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(threads);
-  set_blas_threads(threads);  // OpenBLAS's own pool: set_num_threads does not reach it
+  const int threads = use_cpu_threads(o.threads);
 
   // model
   torch::manual_seed(0);  // the init is overwritten by the checkpoint; keep it reproducible anyway

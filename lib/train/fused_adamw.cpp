@@ -15,28 +15,30 @@ bool plain_like(const torch::Tensor& t, const torch::Tensor& p) {
          t.is_contiguous() && t.sizes() == p.sizes();
 }
 
-bool fusable(torch::optim::AdamW& optimizer, const torch::Tensor& p) {
-  if (!plain_like(p, p) || !plain_like(p.grad(), p)) return false;
+// The optimizer's state for p, or nullptr before p's first step.
+torch::optim::AdamWParamState* find_state(torch::optim::AdamW& optimizer, const torch::Tensor& p) {
   auto& states = optimizer.state();
   auto it = states.find(compat::optimizer_state_key<std::decay_t<decltype(states)>>(p));
-  if (it == states.end()) return true;  // created below, as AdamW would
-  auto& state = static_cast<torch::optim::AdamWParamState&>(*it->second);
-  return plain_like(state.exp_avg(), p) && plain_like(state.exp_avg_sq(), p);  // e.g. a loaded optimizer.pt
+  return it == states.end() ? nullptr : static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+bool fusable(torch::optim::AdamW& optimizer, const torch::Tensor& p) {
+  if (!plain_like(p, p) || !plain_like(p.grad(), p)) return false;
+  const auto* state = find_state(optimizer, p);  // none yet: created below, as AdamW would
+  return !state || (plain_like(state->exp_avg(), p) && plain_like(state->exp_avg_sq(), p));  // e.g. a loaded optimizer.pt
 }
 
 // The optimizer's state for p, created as AdamW::step creates it.
 torch::optim::AdamWParamState& state_of(torch::optim::AdamW& optimizer, const torch::Tensor& p) {
+  if (auto* state = find_state(optimizer, p)) return *state;
+  auto state = std::make_unique<torch::optim::AdamWParamState>();
+  state->step(0);
+  state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+  state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
   auto& states = optimizer.state();
-  const auto key = compat::optimizer_state_key<std::decay_t<decltype(states)>>(p);
-  auto it = states.find(key);
-  if (it == states.end()) {
-    auto state = std::make_unique<torch::optim::AdamWParamState>();
-    state->step(0);
-    state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    it = states.insert({key, std::move(state)}).first;
-  }
-  return static_cast<torch::optim::AdamWParamState&>(*it->second);
+  auto& slot = states[compat::optimizer_state_key<std::decay_t<decltype(states)>>(p)];
+  slot = std::move(state);
+  return static_cast<torch::optim::AdamWParamState&>(*slot);
 }
 
 struct Coefficients {

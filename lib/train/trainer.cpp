@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "shards/dataset.h"
 #include "train/checkpoint.h"
+#include "train/cpu_threads.h"
 #include "train/distributed.h"
 #include "train/fused_adamw.h"
 #include "train/torch_compat.h"
@@ -298,9 +299,7 @@ int run_impl(const TrainConfig& given) {
   torch::Device device = cfg.device == "cuda" ? torch::Device(torch::kCUDA, dist.local_rank) : torch::Device(torch::kCPU);
   const bool bf16 = cfg.precision == "bf16" || (cfg.precision == "auto" && device.is_cuda());
   if (bf16 && !device.is_cuda()) throw Error("--precision bf16 needs --device cuda (CPU runs in fp32)");
-  const int threads = cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(threads);
-  set_blas_threads(threads);  // OpenBLAS's own pool: set_num_threads does not reach it
+  const int threads = use_cpu_threads(cfg.threads);
 
   // outputs
   const std::string out = cfg.out, ckpt_dir = out + "/checkpoints";
