@@ -15,73 +15,10 @@
 # Usage: bench/train.sh   (via `make bench-train`)
 #   env: THREADS (default nproc), VOCAB (8192), STEPS (5), STEPS_MID (3), SKIP (1), REPEAT (1),
 #        SHAPES ("tiny tiny4 mid"), PYTHON (/usr/bin/python3, must import torch), BIN (build/bin)
-#
-# bench/train.sh --gpu-check: on a machine with a GPU and a pip LibTorch 2.x (>= 2.7, for
-# the C++11 ABI shared with Debian's libraries): builds `train` against
-# `python3 -c 'import torch; print(torch.utils.cmake_prefix_path)'` into $GPU_BUILD
-# (build-gpu), runs a short CUDA smoke run (bf16 autocast, checkpoint, resume, summary)
-# and the mid/large throughput side by side with the reference on CUDA. Meant to finish
-# in well under 8 minutes; scripts/gpu-check.sh can simply exec this.
+# The GPU side (bf16 throughput on CUDA beside the same reference): scripts/gpu-check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "${1:-}" = "--gpu-check" ]; then
-  PYTHON=${PYTHON:-python3}
-  GPU_BUILD=${GPU_BUILD:-build-gpu}
-  t0=$(date +%s)
-  "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
-    || { echo "gpu-check: $PYTHON's torch sees no CUDA device" >&2; exit 1; }
-  prefix=$("$PYTHON" -c 'import torch; print(torch.utils.cmake_prefix_path)')
-  abi=$("$PYTHON" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
-  [ "$abi" = 1 ] || { echo "gpu-check: this torch uses the pre-C++11 ABI (torch < 2.7): its LibTorch cannot link with Debian's sentencepiece; use torch >= 2.7" >&2; exit 1; }
-  echo "gpu-check: torch $("$PYTHON" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name(0))')"
-  cmake -S . -B "$GPU_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$GPU_BUILD.configure.log" 2>&1 \
-    || { cat "$GPU_BUILD.configure.log"; exit 1; }
-  grep -i "nccl" "$GPU_BUILD.configure.log" || true
-  if ! cmake --build "$GPU_BUILD" --target train -j "$(nproc)" >"$GPU_BUILD.build.log" 2>&1; then
-    # the NCCL path has never been compiled before a GPU session: keep its error, build without it
-    echo "gpu-check: build with NCCL failed; first errors:"; grep -m 5 "error" "$GPU_BUILD.build.log" || tail -20 "$GPU_BUILD.build.log"
-    cmake -S . -B "$GPU_BUILD" -DSHAPELAW_WITH_NCCL=OFF >/dev/null
-    cmake --build "$GPU_BUILD" --target train -j "$(nproc)" >"$GPU_BUILD.build.log" 2>&1 || { tail -40 "$GPU_BUILD.build.log"; exit 1; }
-  fi
-  T="$GPU_BUILD/bin/train"
-  "$T" --version | sed 's/^/gpu-check: /'
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-  "$T" --make-synthetic-shards "$work/shards" --synthetic-tokens 20000000 --vocab-size 50257 2>/dev/null
-  common=(--data "$work/shards" --device cuda --head-dim 64 --warmup-steps 5 --log-every 10 --val-tokens 65600)
-  echo "gpu-check: smoke run (2L x 256W, seq 256, 20 steps, killed at 15, resumed)"
-  "$T" "${common[@]}" --out "$work/smoke" --depth 2 --width 256 --seq-len 256 --micro-batch 8 --batch-tokens 4096 \
-    --steps 20 --checkpoint-every 10 --probe-steps 20 --debug-kill-at-step 15 || true
-  "$T" "${common[@]}" --out "$work/smoke" --depth 2 --width 256 --seq-len 256 --micro-batch 8 --batch-tokens 4096 \
-    --steps 20 --checkpoint-every 10 --probe-steps 20 --resume
-  "$PYTHON" - "$work/smoke/summary.json" <<'PY'
-import json, math, sys
-s = json.load(open(sys.argv[1]))
-assert s["steps"] == 20 and s["precision"] == "bf16" and s["device"].startswith("cuda"), s
-assert math.isfinite(s["final_train_loss"]) and math.isfinite(s["final_val_loss"]), s
-print(f"gpu-check: smoke ok: final train loss {s['final_train_loss']:.4f}, val {s['final_val_loss']:.4f}")
-PY
-  for shape in "mid 8 512 1024 16" "large 16 1024 1024 8"; do
-    set -- $shape
-    name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * 2 ))
-    "$T" "${common[@]}" --out "$work/$name" --depth "$D" --width "$W" --seq-len "$S" --micro-batch "$M" \
-      --batch-tokens "$B" --steps 12 --checkpoint-every 0 --log-every 0 2>"$work/$name.log" || { cat "$work/$name.log"; exit 1; }
-    "$PYTHON" - "$work/$name" "$name" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if '"train"' in l][2:]
-s = json.load(open(sys.argv[1] + "/summary.json"))
-tps = sum(r["tokens_per_s"] for r in rows) / len(rows)
-print(f"gpu-check: {sys.argv[2]:<5} train    {tps:12.0f} tok/s  MFU {100 * s['flops_per_token'] * tps / s['peak_flops']:5.1f}% "
-      f"(bf16 matmul peak {s['peak_flops'] / 1e12:.0f} TFLOP/s measured)")
-PY
-    "$PYTHON" bench/train_reference.py --device cuda --bf16 --depth "$D" --width "$W" --seq-len "$S" --vocab-size 50257 \
-      --micro-batch "$M" --batch-tokens "$B" --steps 12 --skip 2 \
-      | "$PYTHON" -c "import json,sys; r=json.load(sys.stdin); print(f\"gpu-check: $name pytorch  {r['tokens_per_s']:12.0f} tok/s  MFU {100*r['mfu']:5.1f}%\")"
-  done
-  echo "gpu-check: done in $(( $(date +%s) - t0 )) s"
-  exit 0
-fi
 BIN=${BIN:-build/bin}
 PYTHON=${PYTHON:-/usr/bin/python3}
 THREADS=${THREADS:-$(nproc)}

@@ -1,9 +1,204 @@
 #!/usr/bin/env bash
-# The checks only a GPU can show, as one prepared call on a lent device machine:
-# builds `train` against the machine's pip LibTorch 2.x (CUDA), runs a CUDA smoke run
-# with bf16 autocast, a kill and an exact resume, then bf16 throughput against the
-# PyTorch reference. Prints the numbers to record in docs/benchmarks.md.
-# Usage: scripts/gpu-check.sh   (needs python3 with torch >= 2.7 and a CUDA device)
+# The checks only a GPU can show, as one prepared call on a machine with a CUDA GPU and a
+# pip torch >= 2.7 (C++11 ABI, shared with Debian's libraries); meant to end within 8 minutes.
+#   1. build `train` against python3's LibTorch 2.x (CUDA), with c10d NCCL where nccl.h is
+#      found (if that fails, its first errors are printed and train is built without NCCL)
+#   2. CUDA smoke run with bf16 autocast: killed at step 15, resumed from its checkpoint;
+#      the resumed losses against an uninterrupted run (GPU kernels need not be bit-exact)
+#   3. the data-parallel backend (NCCL) end to end on one rank (WORLD_SIZE=1 with
+#      SHAPELAW_DIST_BACKEND): its losses against the plain run's
+#   4. bf16 tokens/s and MFU of train beside bench/train_reference.py, mid and large shapes
+#   5. time permitting (BUDGET_S), the whole C++ test suite built against this LibTorch
+# A GPU image lacks sentencepiece, zstd, Eigen, CLI11, nlohmann-json and Catch2 and cannot
+# fetch them: scripts/gpu-deps fetches them beforehand into .gpu-deps/ (carry it); they are
+# unpacked under a private prefix here.
+# Usage: scripts/gpu-check.sh [--no-tests]
+#   env: PYTHON (python3), GPU_BUILD (build-gpu), GPU_DEPS (.gpu-deps), BUDGET_S (420),
+#        GPU_CHECK_DEVICE (cuda; "cpu" rehearses every step on a CPU machine with small shapes)
+# Lines starting "gpu-check" are the record; with $OUT set (the device tool), the whole
+# log is also written to $OUT/gpu-check.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec bench/train.sh --gpu-check "$@"
+PYTHON=${PYTHON:-python3}
+BUILD=${GPU_BUILD:-build-gpu}
+DEPS=${GPU_DEPS:-.gpu-deps}
+BUDGET_S=${BUDGET_S:-420}
+DEVICE=${GPU_CHECK_DEVICE:-cuda}
+TESTS=1
+case "${1:-}" in
+  "") ;;
+  --no-tests) TESTS=0 ;;
+  -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+  *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then exec > >(tee "$OUT/gpu-check.log") 2>&1; fi
+t0=$(date +%s)
+say() { echo "gpu-check [$(( $(date +%s) - t0 ))s]: $*"; }
+die() { say "FAILED: $*"; exit 1; }
+
+# --- 0. the torch it builds against ----------------------------------------------------
+"$PYTHON" - "$DEVICE" <<'PY' || exit 1
+import sys, torch
+if sys.argv[1] == "cuda" and not torch.cuda.is_available():
+    sys.exit("gpu-check: FAILED: python3's torch sees no CUDA device")
+if not int(torch._C._GLIBCXX_USE_CXX11_ABI):
+    sys.exit("gpu-check: FAILED: this torch uses the pre-C++11 ABI (torch < 2.7): "
+             "its LibTorch cannot link with Debian's libraries; use torch >= 2.7")
+gpu = torch.cuda.get_device_name(0) if sys.argv[1] == "cuda" else "no GPU (rehearsal)"
+print(f"gpu-check: torch {torch.__version__} (CUDA {torch.version.cuda}), {gpu}")
+PY
+prefixes=$("$PYTHON" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+configure_args=()
+if compgen -G "$DEPS/*.deb" >/dev/null; then
+  deps=$(mktemp -d /tmp/shapelaw-deps.XXXXXX)
+  for deb in "$DEPS"/*.deb; do
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$deb" "$deps"
+    else  # a .deb is an ar archive holding data.tar.*
+      unpack=$(mktemp -d) && (cd "$unpack" && ar x "$OLDPWD/$deb") && tar -xf "$unpack"/data.tar.* -C "$deps"
+    fi
+  done
+  prefixes="$prefixes;$deps/usr"
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  configure_args+=(-DSHAPELAW_USE_PKGCONFIG=OFF)
+  say "$(ls "$DEPS"/*.deb | wc -l) carried Debian packages unpacked in $deps"
+fi
+
+# --- 1. build ----------------------------------------------------------------------------
+# find_package(Torch) of a CUDA wheel enables CUDA and needs the toolkit: pin the nvcc it
+# uses and show the toolkit's layout, so that one session's log explains a failure.
+if [ "$DEVICE" = cuda ]; then
+  nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if [ -x "$nvcc_bin" ]; then
+    cuda_root=$(dirname "$(dirname "$(readlink -f "$nvcc_bin")")")
+    say "nvcc $nvcc_bin ($("$nvcc_bin" --version | tail -1)), toolkit $cuda_root"
+    ls -d "$cuda_root"/include/{cuda_runtime_api.h,cublas_v2.h,nvtx3,cccl} "$cuda_root"/lib*/libcublas.so* 2>&1 \
+      | sed 's/^/gpu-check: toolkit: /' || true
+    configure_args+=(-DCMAKE_CUDA_COMPILER="$nvcc_bin" -DCUDAToolkit_ROOT="$cuda_root")
+    for l in cudart cublas cublasLt cufft curand nvrtc; do  # pip layouts ship versioned sonames only
+      ls "$cuda_root"/lib*/lib$l.so >/dev/null 2>&1 && continue
+      f=$(ls "$cuda_root"/lib*/lib$l.so.* 2>/dev/null | head -1 || true)
+      if [ -n "$f" ]; then configure_args+=(-DCUDA_${l}_LIBRARY="$f"); fi
+    done
+  else
+    say "no nvcc found: find_package(Torch) of a CUDA LibTorch will likely fail"
+  fi
+  # the GPU here, not detected by a test program at configure time
+  configure_args+=(-DTORCH_CUDA_ARCH_LIST="$("$PYTHON" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability(0))')")
+fi
+configure_args+=(-DSHAPELAW_PYTHON3="$(command -v "$PYTHON")")
+[ -f "$BUILD/CMakeCache.txt" ] || ! command -v ninja >/dev/null || configure_args+=(-G Ninja)
+configure() {
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefixes" "${configure_args[@]}" "$@" \
+    >"$BUILD.configure.log" 2>&1 || { tail -40 "$BUILD.configure.log"; die "configure (log: $BUILD.configure.log)"; }
+}
+configure
+grep -q "LibTorch .* found: building" "$BUILD.configure.log" || {
+  grep -iE "torch|caffe2|cuda|nvtx|error" "$BUILD.configure.log" | tail -40; die "find_package(Torch) failed"; }
+grep -E "shapelaw:|CUDA|NCCL|nccl" "$BUILD.configure.log" | head -20 | sed 's/^/gpu-check: configure: /' || true
+if ! cmake --build "$BUILD" --target train -j "$(nproc)" >"$BUILD.build.log" 2>&1; then
+  say "build failed; first errors:"
+  grep -m 8 -E "error|undefined reference" "$BUILD.build.log" || tail -30 "$BUILD.build.log"
+  grep -q "SHAPELAW_HAVE_NCCL" "$BUILD.build.log" || grep -q "c10d NCCL enabled" "$BUILD.configure.log" || die "build"
+  say "retrying without NCCL"
+  configure_args+=(-DSHAPELAW_WITH_NCCL=OFF) && configure
+  cmake --build "$BUILD" --target train -j "$(nproc)" >"$BUILD.build.log" 2>&1 || { tail -40 "$BUILD.build.log"; die "build"; }
+fi
+say "train built"
+T="$BUILD/bin/train"
+"$T" --version >"$BUILD/train-version.txt" || die "train --version"
+sed 's/^/gpu-check: /' "$BUILD/train-version.txt"
+
+# --- 2. smoke run, kill and resume --------------------------------------------------------
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [ "$DEVICE" = cuda ]; then
+  vocab=50257 tokens=20000000 smoke=(--depth 2 --width 256 --seq-len 256 --micro-batch 8 --batch-tokens 4096)
+  shapes=("mid 8 512 1024 16" "large 16 1024 1024 8")
+else
+  vocab=4096 tokens=400000 smoke=(--depth 2 --width 64 --seq-len 64 --micro-batch 4 --batch-tokens 512)
+  shapes=("tiny 2 128 128 8")
+fi
+"$T" --make-synthetic-shards "$work/shards" --synthetic-tokens "$tokens" --vocab-size "$vocab" 2>/dev/null
+common=(--data "$work/shards" --device "$DEVICE" --head-dim 64 --warmup-steps 5 --val-tokens 65600)
+run_smoke() {  # out, extra args...
+  local out=$1; shift
+  "$T" "${common[@]}" "${smoke[@]}" --out "$out" --steps 20 --checkpoint-every 10 --log-every 10 "$@" 2>>"$work/smoke.log"
+}
+compare_losses() {  # label, run a, run b, first step compared
+  "$PYTHON" - "$@" <<'PY'
+import json, math, sys
+label, a, b, first = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def losses(run):
+    return {r["step"]: r["loss"] for r in map(json.loads, open(run + "/metrics.jsonl")) if r.get("kind") == "train"}
+la, lb = losses(a), losses(b)
+steps = [s for s in sorted(la) if s >= first]
+assert steps and all(s in lb for s in steps), (label, sorted(la), sorted(lb))
+assert all(math.isfinite(lb[s]) for s in steps), (label, lb)
+diff = max(abs(la[s] - lb[s]) for s in steps)
+print(f"gpu-check: {label}: steps {steps[0]}-{steps[-1]}, max |loss difference| {diff:.3g}"
+      f"{' (bit-identical)' if diff == 0 else ''}; final loss {la[steps[-1]]:.4f}")
+PY
+}
+say "smoke run: 2L x 256W, seq 256, 20 steps; a second one killed at step 15 and resumed"
+run_smoke "$work/straight" || { tail -20 "$work/smoke.log"; die "smoke run"; }
+run_smoke "$work/resumed" --debug-kill-at-step 15 || true
+run_smoke "$work/resumed" --resume || { tail -20 "$work/smoke.log"; die "resume"; }
+"$PYTHON" - "$work/resumed/summary.json" "$DEVICE" <<'PY' || die "smoke summary"
+import json, math, sys
+s = json.load(open(sys.argv[1]))
+want = "bf16" if sys.argv[2] == "cuda" else "fp32"
+assert s["steps"] == 20 and s["precision"] == want and s["device"].startswith(sys.argv[2]), s
+assert math.isfinite(s["final_train_loss"]) and math.isfinite(s["final_val_loss"]), s
+print(f"gpu-check: smoke ok: {s['precision']} on {s['device']}, final train loss {s['final_train_loss']:.4f}, "
+      f"val {s['final_val_loss']:.4f}")
+PY
+compare_losses "resume after kill vs uninterrupted" "$work/straight" "$work/resumed" 16 || die "resume comparison"
+
+# --- 3. the data-parallel backend on one rank ----------------------------------------------
+backend=gloo
+grep -q "nccl" "$BUILD/train-version.txt" && [ "$DEVICE" = cuda ] && backend=nccl
+if SHAPELAW_DIST_BACKEND=$backend WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 \
+    run_smoke "$work/one-rank" --checkpoint-every 0; then
+  compare_losses "$backend on one rank vs no process group" "$work/straight" "$work/one-rank" 1 || die "$backend comparison"
+else
+  say "$backend on one rank FAILED:"; tail -5 "$work/smoke.log"
+fi
+
+# --- 4. throughput beside the PyTorch reference --------------------------------------------
+for shape in "${shapes[@]}"; do
+  set -- $shape
+  name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * 2 ))
+  "$T" "${common[@]}" --out "$work/$name" --depth "$D" --width "$W" --seq-len "$S" --micro-batch "$M" \
+    --batch-tokens "$B" --steps 12 --checkpoint-every 0 --log-every 0 2>"$work/$name.log" || { cat "$work/$name.log"; die "$name run"; }
+  "$PYTHON" - "$work/$name" "$name" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if '"train"' in l][2:]
+s = json.load(open(sys.argv[1] + "/summary.json"))
+tps = sum(r["tokens_per_s"] for r in rows) / len(rows)
+print(f"gpu-check: {sys.argv[2]:<5} train    {tps:12.0f} tok/s  MFU {100 * s['flops_per_token'] * tps / s['peak_flops']:5.1f}% "
+      f"({s['precision']} matmul peak {s['peak_flops'] / 1e12:.1f} TFLOP/s measured)")
+PY
+  bf16=(); [ "$DEVICE" = cuda ] && bf16=(--bf16)
+  "$PYTHON" bench/train_reference.py --device "$DEVICE" "${bf16[@]}" --depth "$D" --width "$W" --seq-len "$S" \
+    --vocab-size "$vocab" --micro-batch "$M" --batch-tokens "$B" --steps 12 --skip 2 \
+    | "$PYTHON" -c "import json,sys; r=json.load(sys.stdin); print(f\"gpu-check: $name pytorch  {r['tokens_per_s']:12.0f} tok/s  MFU {100*r['mfu']:5.1f}%\")" \
+    || say "$name reference FAILED"
+done
+
+# --- 5. the test suite against this LibTorch ----------------------------------------------
+left=$(( BUDGET_S - ($(date +%s) - t0) ))
+if [ "$TESTS" = 1 ] && [ "$left" -gt 150 ]; then
+  say "building the tests ($left s of the budget left)"
+  if timeout $(( left - 60 )) cmake --build "$BUILD" -j "$(nproc)" >"$BUILD.build-all.log" 2>&1; then
+    left=$(( BUDGET_S - ($(date +%s) - t0) ))
+    (cd "$BUILD" && timeout $(( left > 30 ? left : 30 )) ctest -j "$(nproc)" --timeout 300 >"$work/ctest.log" 2>&1) || true
+    grep -E "tests passed|tests failed|Failed|\*\*\*" "$work/ctest.log" | head -20 | sed 's/^/gpu-check: ctest: /' || true
+  else
+    say "test build failed or ran out of time; first errors:"
+    grep -m 8 -E "error|undefined reference" "$BUILD.build-all.log" || tail -5 "$BUILD.build-all.log"
+  fi
+else
+  say "tests skipped (${left} s of the ${BUDGET_S} s budget left)"
+fi
+say "done"

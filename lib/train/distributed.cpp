@@ -56,7 +56,7 @@ std::string choose_backend(const std::string& device) {
   const bool cuda = device.rfind("cuda", 0) == 0;
   std::string backend = wanted.empty() ? (cuda && Distributed::has_backend("nccl") ? "nccl" : "gloo") : wanted;
   if (!Distributed::available())
-    throw Error("WORLD_SIZE > 1: this build has no c10d process group (Debian's libtorch-dev ships "
+    throw Error("data parallel: this build has no c10d process group (Debian's libtorch-dev ships "
                 "ProcessGroupGloo.hpp but not the gloo headers it includes: install libgloo-dev and rebuild)");
   if (!Distributed::has_backend(backend))
     throw Error("data-parallel backend " + backend + " is not in this build (it has: " +
@@ -157,7 +157,9 @@ Distributed Distributed::from_env(const std::string& device) {
   d.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID", 0);
   if (d.world < 1 || d.rank < 0 || d.rank >= d.world)
     throw Error("invalid RANK=" + std::to_string(d.rank) + " / WORLD_SIZE=" + std::to_string(d.world));
-  if (d.world == 1) return d;
+  // One rank needs no process group, unless a backend is named: then the collectives run
+  // on one rank, which checks a backend (NCCL on a single-GPU machine) end to end.
+  if (d.world == 1 && env_str("SHAPELAW_DIST_BACKEND", nullptr, "").empty()) return d;
   const std::string backend = choose_backend(device);  // or a clear error
 #ifdef SHAPELAW_HAVE_C10D
   // torchrun sets MASTER_ADDR/MASTER_PORT; under Slurm give them yourself (or the
@@ -198,7 +200,7 @@ Distributed Distributed::from_env(const std::string& device) {
 }
 
 void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params) const {
-  if (world == 1) return;
+  if (!group) return;
 #ifdef SHAPELAW_HAVE_C10D
   torch::NoGradGuard no_grad;
   auto* g = static_cast<Group*>(group.get());
@@ -213,7 +215,7 @@ void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params)
 }
 
 void Distributed::average_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) const {
-  if (world == 1) return;
+  if (!group) return;
 #ifdef SHAPELAW_HAVE_C10D
   torch::NoGradGuard no_grad;
   auto* g = static_cast<Group*>(group.get());

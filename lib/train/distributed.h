@@ -1,7 +1,8 @@
 #pragma once
 // Data parallelism over torch's c10d process groups, configured from the environment
 // torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or Slurm
-// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) sets. world == 1 needs no process group.
+// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) sets. world == 1 needs no process group
+// unless SHAPELAW_DIST_BACKEND names one (a one-rank check of that backend).
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,7 +13,7 @@ namespace shapelaw {
 
 struct Distributed {
   int rank = 0, world = 1, local_rank = 0;
-  std::shared_ptr<void> group;  // the c10d process group (opaque here)
+  std::shared_ptr<void> group;  // the c10d process group (opaque here); null: no collectives
 
   static Distributed from_env(const std::string& device);
   static bool available();  // whether this build can run world > 1
