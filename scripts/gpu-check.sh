@@ -140,7 +140,7 @@ print(f"gpu-check: {label}: steps {steps[0]}-{steps[-1]}, max |loss difference| 
       f"{' (bit-identical)' if diff == 0 else ''}; final loss {la[steps[-1]]:.4f}")
 PY
 }
-say "smoke run: 2L x 256W, seq 256, 20 steps; a second one killed at step 15 and resumed"
+say "smoke run (${smoke[*]}, 20 steps); a second one killed at step 15 and resumed"
 run_smoke "$work/straight" || { tail -20 "$work/smoke.log"; die "smoke run"; }
 run_smoke "$work/resumed" --debug-kill-at-step 15 || true
 run_smoke "$work/resumed" --resume || { tail -20 "$work/smoke.log"; die "resume"; }
@@ -180,7 +180,9 @@ print(f"gpu-check: {sys.argv[2]:<5} train    {tps:12.0f} tok/s  MFU {100 * s['fl
       f"({s['precision']} matmul peak {s['peak_flops'] / 1e12:.1f} TFLOP/s measured)")
 PY
   bf16=(); [ "$DEVICE" = cuda ] && bf16=(--bf16)
-  "$PYTHON" bench/train_reference.py --device "$DEVICE" "${bf16[@]}" --depth "$D" --width "$W" --seq-len "$S" \
+  # one MFU denominator for both: the matmul peak train measured
+  peak=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["peak_flops"])' "$work/$name/summary.json")
+  "$PYTHON" bench/train_reference.py --device "$DEVICE" "${bf16[@]}" --peak "$peak" --depth "$D" --width "$W" --seq-len "$S" \
     --vocab-size "$vocab" --micro-batch "$M" --batch-tokens "$B" --steps 12 --skip 2 \
     | "$PYTHON" -c "import json,sys; r=json.load(sys.stdin); print(f\"gpu-check: $name pytorch  {r['tokens_per_s']:12.0f} tok/s  MFU {100*r['mfu']:5.1f}%\")" \
     || say "$name reference FAILED"
