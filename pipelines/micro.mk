@@ -4,6 +4,8 @@
 #   make                      the default study (budget: under 30 minutes on 2 cores)
 #   make FAST=1               three tiny runs, every stage (under 3 minutes)
 #   make GRID=my.grid TOKENS=2000000 ...   any grid and budget
+#   make SEEDS="42 43 44"     every run once per seed (study-seeds/, report-seeds/): the
+#                             seed-to-seed spread, and each law's lack of fit against it
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
@@ -64,8 +66,8 @@ FIT_ARGS ?= -B 50 --no-loo
 else
 GRID ?= pipelines/grids/micro.grid
 TOKENS ?= 1179648
-STUDY ?= $(DATA)/micro/study
-REPORT_DIR ?= report
+STUDY ?= $(DATA)/micro/study$(if $(strip $(SEEDS)),-seeds)
+REPORT_DIR ?= report$(if $(strip $(SEEDS)),-seeds)
 PROBE_ARGS ?= -K 4 -B 4 -q
 FIT_ARGS ?= -B 200
 endif

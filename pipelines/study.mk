@@ -6,7 +6,11 @@
 #   TRAIN_ARGS    train flags shared by every run
 #   STUDY         output directory (runs/, results/, report/ inside)
 # and may set LAUNCH (e.g. "torchrun --no-python --nproc-per-node=8"), PROBE_ARGS,
-# PROBE_MIN_DEPTH, FIT_ARGS, AUDIT_ARGS, STUDY_TITLE.
+# PROBE_MIN_DEPTH, FIT_ARGS, AUDIT_ARGS, STUDY_TITLE, SEEDS.
+#
+# SEEDS="42 43 44": every grid row R runs once per seed, as runs R-s42, R-s43, ... with
+# --seed S --run-group R; fit-law then measures the seed-to-seed spread and tests each
+# law's lack of fit against it. Empty (default): one run per row, seeded by TRAIN_ARGS.
 #
 # Incremental semantics: a run's stamp (runs/R/train.args) holds its full train
 # command and is rewritten only when it changes; a changed stamp, or a changed data
@@ -33,7 +37,11 @@ REPORT_DIR ?= $(STUDY)/report
 report := $(REPORT_DIR)
 
 # The grid, declared once: run names, then per-run flags looked up by name.
-grid_rows = awk '!/^[[:space:]]*(\#|$$)/' $(GRID)
+SEEDS ?=
+grid_rows = awk -v seeds="$(strip $(SEEDS))" '!/^[[:space:]]*(\#|$$)/ { \
+  n = split(seeds, seed, " "); if (n == 0) { print; next } \
+  for (i = 1; i <= n; i++) { row = $$0; sub(/^[[:space:]]*[^[:space:]]+/, $$1 "-s" seed[i], row); \
+    print row " --seed " seed[i] " --run-group " $$1 } }' $(GRID)
 runs := $(shell $(grid_rows) | awk '{print $$1}')
 probed_runs := $(shell $(grid_rows) | awk '$$2 >= $(PROBE_MIN_DEPTH) {print $$1}')
 run_flags = $(shell $(grid_rows) | awk -v r=$(1) '$$1 == r {printf "--depth %s --width %s", $$2, $$3; for (i = 4; i <= NF; i++) printf " %s", $$i}')

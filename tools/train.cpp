@@ -36,6 +36,9 @@ void add_options(CLI::App& app, shapelaw::TrainConfig& c) {
   app.add_option("--tokenizer-model", c.tokenizer_model, "sentencepiece model: checked against the manifest's hash");
   app.add_option("--out", c.out, "output directory (metrics.jsonl, checkpoints/, summary.json)");
   app.add_option("--run-id", c.run_id, "run name (default: the output directory's name)");
+  app.add_option("--run-group", c.run_group,
+                 "replicates of one configuration (e.g. other seeds) share a group: fit-law resamples "
+                 "whole groups and measures the spread between replicates");
   // model
   app.add_option("--depth", m.depth, "D: transformer blocks")->capture_default_str();
   app.add_option("--width", m.width, "W: model width")->capture_default_str();

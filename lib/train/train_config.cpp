@@ -47,6 +47,7 @@ void TrainConfig::validate() const {
 
 nlohmann::json to_json(const TrainConfig& c) {
   return {{"data", c.data}, {"tokenizer_model", c.tokenizer_model}, {"out", c.out}, {"run_id", c.run_id},
+          {"run_group", c.run_group},
           {"model", to_json(c.model)},
           {"lr", c.lr}, {"min_lr", c.min_lr}, {"warmup_steps", c.warmup_steps},
           {"warmup_fraction", c.warmup_fraction}, {"weight_decay", c.weight_decay},
@@ -64,7 +65,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j) {
   TrainConfig c;
   if (!j.is_object()) throw Error("train config: expected a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* known[] = {"data", "tokenizer_model", "out", "run_id", "model", "lr", "min_lr",
+    static const char* known[] = {"data", "tokenizer_model", "out", "run_id", "run_group", "model", "lr", "min_lr",
         "warmup_steps", "warmup_fraction", "weight_decay", "beta1", "beta2", "eps", "grad_clip",
         "batch_tokens", "micro_batch", "steps", "tokens", "seed", "val_every", "val_tokens",
         "log_every", "checkpoint_every", "keep_checkpoints", "resume", "probe_steps", "device",
@@ -78,6 +79,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j) {
     c.tokenizer_model = j.value("tokenizer_model", c.tokenizer_model);
     c.out = j.value("out", c.out);
     c.run_id = j.value("run_id", c.run_id);
+    c.run_group = j.value("run_group", c.run_group);
     if (j.contains("model")) c.model = model_config_from_json(j["model"]);
     c.lr = j.value("lr", c.lr);
     c.min_lr = j.value("min_lr", c.min_lr);
@@ -114,7 +116,7 @@ TrainConfig train_config_from_json(const nlohmann::json& j) {
 nlohmann::json binding_config(const TrainConfig& c) {
   nlohmann::json j = to_json(c);
   // options that change how a run is executed or reported, not what it computes
-  for (const char* k : {"data", "tokenizer_model", "out", "run_id", "val_every", "log_every",
+  for (const char* k : {"data", "tokenizer_model", "out", "run_id", "run_group", "val_every", "log_every",
                         "checkpoint_every", "keep_checkpoints", "resume", "probe_steps", "device",
                         "threads", "prefetch", "peak_flops"})
     j.erase(k);

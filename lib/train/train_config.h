@@ -18,6 +18,7 @@ struct TrainConfig {
   std::string tokenizer_model;  // optional: checked against the manifest's tokenizer hash
   std::string out;              // output directory (metrics, checkpoints, summary)
   std::string run_id;           // default: the output directory's name
+  std::string run_group;        // replicates of one configuration (other seeds) share it; "": none
   // model
   ModelConfig model;            // vocab_size 0 = take it from the manifest
   // optimization (Table 5)

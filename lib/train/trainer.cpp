@@ -628,6 +628,7 @@ int run_impl(const TrainConfig& given) {
                     {"data_manifest_sha256", dataset.manifest_sha256()},
                     {"tokenizer_sha256", dataset.tokenizer_sha256()},
                     {"config", to_json(cfg)}};
+    if (!cfg.run_group.empty()) summary["group"] = cfg.run_group;  // fit-law: replicates of one configuration
     write_file_atomic(out + "/summary.json", summary.dump(2) + "\n");
     log("done: " + std::to_string(step) + " steps, final train loss " + fmt("%.4f", mean) + ", validation loss " +
         fmt("%.4f", val_loss) + ", " + fmt("%.1f", wall) + " s; " + out + "/summary.json");
