@@ -8,6 +8,7 @@
 
 #include "fit/parallel.h"
 #include "fit/profile.h"
+#include "fit/replicates.h"
 #include "fit/resample.h"
 #include "fit/stats.h"
 #include "util/atomic_file.h"
@@ -171,6 +172,22 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   if (!T_note.empty()) input["tokens_note"] = T_note;
   rec["input"] = input;
 
+  // replicates (e.g. seeds): the noise floor every law is tested against
+  const PureError pe = pure_error(pts, opt.fit.log_space);
+  if (pe.df > 0) {
+    json rj = {{"configurations", pe.configurations}, {"rows", pe.rows}, {"df", pe.df},
+               {"ss_fit_space", pe.ss}, {"sd_fit_space", pe.sd_fit_space}, {"sd", pe.sd_response}};
+    // the runs' own standard errors (of a mean over steps) against the spread between replicates
+    std::vector<double> ses;
+    for (const auto& r : rows)
+      if (r.loss_se > 0) ses.push_back(r.loss_se);
+    if (!ses.empty()) {
+      rj["median_row_se"] = percentile(ses, 0.5);
+      rj["sd_over_median_row_se"] = num(pe.sd_response / percentile(ses, 0.5));
+    }
+    rec["replicates"] = rj;
+  }
+
   // which models
   std::vector<std::string> names = opt.models;
   if (names.empty())
@@ -303,6 +320,12 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
       metrics["loo_failed"] = (int)n - cnt;
     }
     mj["metrics"] = metrics;
+    if (pe.df > 0) {
+      LackOfFit lof = lack_of_fit(met.rss, met.n, met.k, pe);
+      mj["lack_of_fit"] = lof.computed ? json{{"f", lof.f}, {"df_lof", lof.df_lof}, {"df_pe", lof.df_pe},
+                                               {"ss_lof", lof.ss_lof}, {"p_value", lof.p_value}}
+                                       : json{{"reason", lof.reason}};
+    }
     std::vector<double> ex_pred(n, kNaN);
     if (ex.done) {
       for (size_t q = 0; q < ex.test_index.size(); ++q) ex_pred[ex.test_index[q]] = ex.predicted[q];

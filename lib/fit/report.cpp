@@ -76,6 +76,14 @@ std::string render_text(const json& rec, bool md) {
      << opt["bootstrap"] << ", seed " << rec["seed"] << "\n";
   if (rec["input"].contains("tokens_note")) os << (md ? "\n" : "") << "note: " << rec["input"]["tokens_note"].get<std::string>() << "\n";
   for (const auto& w : rec["input"]["warnings"]) os << "warning: " << w.get<std::string>() << "\n";
+  if (rec.contains("replicates")) {
+    const json& r = rec["replicates"];
+    os << (md ? "\n" : "") << "replicates: " << r["configurations"] << " configurations run more than once ("
+       << r["rows"] << " rows): spread between replicates SD " << g(r["sd"], 3) << " (pooled, df " << r["df"] << ")";
+    if (r.contains("median_row_se"))
+      os << ", " << g(r["sd_over_median_row_se"], 3) << "x the rows' median standard error " << g(r["median_row_se"], 3);
+    os << "\n";
+  }
   for (const auto& m : rec["models"]) {
     os << "\n" << (md ? "### " : "== ") << m["name"].get<std::string>() << (md ? "\n\n`" : ": ")
        << m["formula"].get<std::string>() << (md ? "`\n\n" : "\n");
@@ -108,6 +116,15 @@ std::string render_text(const json& rec, bool md) {
        << "; " << f["starts"] << " starts, " << f["converged_starts"] << " converged, " << f["starts_at_best"]
        << " at best, " << f["distinct_optima"] << " distinct optima; bootstrap " << m["bootstrap"]["used"] << "/"
        << m["bootstrap"]["requested"] << "\n";
+    if (m.contains("lack_of_fit")) {
+      const json& l = m["lack_of_fit"];
+      os << (md ? "\n" : "") << "lack of fit against the replicates' spread: ";
+      if (l.contains("f"))
+        os << "F(" << l["df_lof"] << ", " << l["df_pe"] << ") = " << g(l["f"], 3) << ", p " << g(l["p_value"], 3)
+           << (opt["objective"] == "huber" ? " (approximate: Huber objective)" : "") << "\n";
+      else
+        os << "not tested (" << l["reason"].get<std::string>() << ")\n";
+    }
     if (m.contains("extrapolation") && m["extrapolation"].contains("rmse")) {
       const json& ex = m["extrapolation"];
       os << (md ? "\n" : "") << "extrapolation: fit on " << ex["n_train"] << " smaller, RMSE on the largest " << ex["n_test"]

@@ -21,6 +21,10 @@ Metrics compute_metrics(const std::vector<double>& observed, const std::vector<d
 double percentile(std::vector<double> values, double q);
 // Upper tail of χ²(df) at x (regularized incomplete gamma Q(df/2, x/2)).
 double chi2_sf(double x, double df);
+// Regularized incomplete beta I_x(a, b) (continued fraction, Lentz).
+double beta_inc(double a, double b, double x);
+// Upper tail of the F(d1, d2) distribution at f.
+double f_sf(double f, double d1, double d2);
 // Two-sided 95% Student-t quantile t_{0.975}(dof) (Cornish–Fisher expansion; exact
 // to ~1e-3 for dof ≥ 3; the normal 1.96 for dof → ∞).
 double t975(double dof);

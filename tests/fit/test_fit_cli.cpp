@@ -1,6 +1,8 @@
 // End-to-end tests of the fit-law tool: inputs, bad-input messages, outputs.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -336,4 +338,46 @@ TEST_CASE("remaining bad-input paths: empty table, empty directory, unmatched gl
   auto none = test::run(fitlaw() + " " + flat + " -m paper-log -B 5");
   CHECK(none.exit_code == 1);
   CHECK_THAT(none.output, Catch::Contains("no model could be fitted"));
+}
+
+TEST_CASE("replicates: fit-law reports their spread and tests each law's lack of fit against it") {
+  test::TempDir dir;
+  const int configs[6][2] = {{2, 128}, {4, 128}, {4, 256}, {8, 256}, {8, 512}, {16, 512}};
+  auto table = [&](double bump_at_depth_8) {
+    std::string csv = "run,depth,width,loss\n";
+    double ss = 0;
+    for (int c = 0; c < 6; ++c) {
+      const double D = configs[c][0], W = configs[c][1], N = 12 * D * W * W;
+      double noise[3], mean = 0;
+      for (int r = 0; r < 3; ++r) mean += (noise[r] = 0.01 * std::sin(7.0 * c + 3.0 * r + 1));
+      mean /= 3;
+      for (int r = 0; r < 3; ++r) {
+        ss += (noise[r] - mean) * (noise[r] - mean);
+        const double loss = 2 + 100 / std::pow(N, 0.3) + noise[r] + (D == 8 ? bump_at_depth_8 : 0);
+        csv += "c" + std::to_string(c) + "s" + std::to_string(r) + "," + std::to_string(int(D)) + "," +
+               std::to_string(int(W)) + "," + [&] { char b[32]; std::snprintf(b, sizeof b, "%.17g", loss); return std::string(b); }() + "\n";
+      }
+    }
+    return std::make_pair(csv, std::sqrt(ss / 12));
+  };
+  auto fit = [&](const std::string& csv) {
+    write(dir.path() + "/r.csv", csv);
+    auto r = test::run(fitlaw() + " " + dir.path() + "/r.csv -m kaplan-E --loss ls --space loss -B 0 --no-loo -o " +
+                       dir.path() + "/fit.json");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains("replicates: 6 configurations run more than once (18 rows)"));
+    CHECK_THAT(r.output, Catch::Contains("lack of fit against the replicates' spread: F(3, 12)"));
+    return json::parse(read_file(dir.path() + "/fit.json"));
+  };
+  auto [clean, noise_sd] = table(0);
+  json j = fit(clean);
+  CHECK(j["replicates"]["configurations"] == 6);
+  CHECK(j["replicates"]["df"] == 12);
+  CHECK(j["replicates"]["sd"].get<double>() == Approx(noise_sd).epsilon(1e-9));
+  const json& lof = j["models"][0]["lack_of_fit"];
+  CHECK(lof["df_lof"] == 18 - 3 - 12);  // rows - free parameters (E, A, alpha) - pure-error df
+  CHECK(lof["p_value"].get<double>() > 0.01);  // the law that made the data fits to within the seed noise
+  json bumped = fit(table(0.15).first);  // a depth effect no law of N alone can follow
+  CHECK(bumped["models"][0]["lack_of_fit"]["p_value"].get<double>() < 1e-6);
 }

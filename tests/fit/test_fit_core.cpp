@@ -9,6 +9,7 @@
 #include "fit/lm.h"
 #include "fit/model.h"
 #include "fit/optimal.h"
+#include "fit/replicates.h"
 #include "fit/resample.h"
 #include "fit/stats.h"
 
@@ -301,6 +302,50 @@ TEST_CASE("statistics helpers: chi-square tail, percentiles, slopes") {
   CHECK(ols_slope({0, 1, 2}, {1, 3, 5}) == Approx(2));
   Metrics mt = compute_metrics({1, 2, 3}, {1, 2, 3}, 0, 0, 1);
   CHECK(mt.r2 == 1);
+}
+
+TEST_CASE("F distribution tail and incomplete beta against closed forms and tables") {
+  CHECK(beta_inc(1, 1, 0.3) == Approx(0.3).epsilon(1e-12));
+  CHECK(beta_inc(2.5, 1, 0.4) == Approx(std::pow(0.4, 2.5)).epsilon(1e-12));
+  CHECK(beta_inc(3, 4, 0.35) + beta_inc(4, 3, 0.65) == Approx(1).epsilon(1e-12));
+  for (double d2 : {1.0, 3.0, 10.0, 57.0})  // F(2, d2): sf(f) = (1 + 2f/d2)^(-d2/2)
+    for (double f : {0.1, 1.0, 4.0, 30.0})
+      CHECK(f_sf(f, 2, d2) == Approx(std::pow(1 + 2 * f / d2, -d2 / 2)).epsilon(1e-10));
+  CHECK(f_sf(4.102821015, 2, 10) == Approx(0.05).epsilon(1e-8));  // table 95% points
+  CHECK(f_sf(3.098391212, 3, 20) == Approx(0.05).epsilon(1e-8));
+  CHECK(f_sf(5.064343, 5, 12) == Approx(0.01).epsilon(1e-5));
+  CHECK(f_sf(1, 7, 7) == Approx(0.5).epsilon(1e-12));
+  CHECK(f_sf(0, 3, 4) == 1);
+}
+
+TEST_CASE("pure error of replicates and the lack-of-fit split, by hand") {
+  // configurations A: y 1, 3; B: y 2, 2, 5; C: y 4 alone
+  std::vector<Point> pts;
+  auto add = [&](double D, double y) { Point p; p.D = D; p.W = 64; p.N = 1e6 * D; p.T = 1e8; p.y = y; pts.push_back(p); };
+  add(1, 1); add(1, 3); add(2, 2); add(2, 2); add(2, 5); add(4, 4);
+  PureError pe = pure_error(pts, /*log_space=*/false);
+  CHECK(pe.configurations == 2);
+  CHECK(pe.rows == 5);
+  CHECK(pe.df == 3);
+  CHECK(pe.ss == Approx(8));
+  CHECK(pe.sd_response == Approx(std::sqrt(8.0 / 3)));
+  LackOfFit lof = lack_of_fit(/*rss=*/20, /*n=*/6, /*k=*/2, pe);
+  REQUIRE(lof.computed);
+  CHECK(lof.df_lof == 1);
+  CHECK(lof.ss_lof == Approx(12));
+  CHECK(lof.f == Approx(4.5));
+  CHECK(lof.p_value == Approx(f_sf(4.5, 1, 3)));
+  // in log space the split is of ln y, weighted like the fit
+  pts[0].weight = 3;
+  PureError lg = pure_error(pts, /*log_space=*/true);
+  const double zbar = (3 * std::log(1.0) + std::log(3.0)) / 4;
+  const double zb = (2 * std::log(2.0) + std::log(5.0)) / 3;
+  CHECK(lg.ss == Approx(3 * zbar * zbar + std::pow(std::log(3.0) - zbar, 2) + 2 * std::pow(std::log(2.0) - zb, 2) +
+                        std::pow(std::log(5.0) - zb, 2)));
+  CHECK(lg.sd_response == Approx(std::sqrt(8.0 / 3)));  // the response's own spread is unweighted
+  // nothing to test against
+  CHECK_FALSE(lack_of_fit(1, 6, 2, pure_error({pts[0], pts[2], pts[5]}, false)).computed);
+  CHECK_FALSE(lack_of_fit(20, 6, 3, pe).computed);  // df_lof = 0: as many parameters as configurations
 }
 
 TEST_CASE("bootstrap draws do not depend on the number of threads") {
