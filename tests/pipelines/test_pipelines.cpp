@@ -135,4 +135,21 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("retraining it from scratch"));
   CHECK(count_lines_starting(r.output, "train ") == grid_runs);
+
+  // SEEDS: every grid row once per seed, grouped; fit-law and the report see the replicates.
+  const std::string seeded = data + "/seeded";
+  r = run(make(vars + " SEEDS='1 2' STUDY=" + seeded));
+  INFO(r.output.substr(r.output.size() > 4000 ? r.output.size() - 4000 : 0));
+  REQUIRE(r.exit_code == 0);
+  auto s2 = nlohmann::json::parse(test::read_text(seeded + "/runs/w32-d3-s2/summary.json"));
+  CHECK(s2.at("group") == "w32-d3");
+  CHECK(s2.at("config").at("seed") == 2);
+  auto fit = nlohmann::json::parse(test::read_text(seeded + "/results/fit.json"));
+  CHECK(fit.at("replicates").at("configurations") == grid_runs);
+  CHECK(fit.at("replicates").at("rows") == 2 * grid_runs);
+  CHECK(fit.at("models").at(0).contains("lack_of_fit"));
+  CHECK(count_rows(seeded + "/report/results.csv") == 2 * grid_runs);
+  CHECK_THAT(test::read_text(seeded + "/report/README.md"),
+             Catch::Contains("Replicates: " + std::to_string(2 * grid_runs) + " runs in " + std::to_string(grid_runs) +
+                             " configurations"));
 }
