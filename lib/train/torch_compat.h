@@ -1,6 +1,7 @@
 #pragma once
 // Every difference between Debian's LibTorch 1.13 (CPU) and LibTorch 2.x (CUDA) that
 // shapelaw relies on lives here, so the rest of the code is written once.
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -76,14 +77,18 @@ inline void set_cpu_rng_state(const torch::Tensor& s) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(s);
 }
-// CUDA's default generator through ATen's device-generic hooks (no CUDA headers needed).
-inline torch::Tensor cuda_rng_state() {
-  if (!torch::cuda::is_available()) return torch::empty({0}, torch::kUInt8);
-  return at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA, 0)).get_state();
+// The default generator of the run's GPU (each rank has its own) through ATen's
+// device-generic hooks (no CUDA headers needed).
+inline c10::Device cuda_generator_device(const torch::Device& device) {
+  return c10::Device(c10::DeviceType::CUDA, std::max<c10::DeviceIndex>(device.index(), 0));
 }
-inline void set_cuda_rng_state(const torch::Tensor& s) {
-  if (!s.defined() || s.numel() == 0 || !torch::cuda::is_available()) return;
-  auto gen = at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA, 0));
+inline torch::Tensor cuda_rng_state(const torch::Device& device) {
+  if (!device.is_cuda() || !torch::cuda::is_available()) return torch::empty({0}, torch::kUInt8);
+  return at::globalContext().defaultGenerator(cuda_generator_device(device)).get_state();
+}
+inline void set_cuda_rng_state(const torch::Device& device, const torch::Tensor& s) {
+  if (!device.is_cuda() || !s.defined() || s.numel() == 0 || !torch::cuda::is_available()) return;
+  auto gen = at::globalContext().defaultGenerator(cuda_generator_device(device));
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(s);
 }

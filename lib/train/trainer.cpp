@@ -402,7 +402,7 @@ int run_impl(const TrainConfig& given) {
       std::vector<torch::Tensor> rng;
       torch::load(rng, dir + "/rng.pt");
       compat::set_cpu_rng_state(rng.at(0));
-      if (rng.size() > 1) compat::set_cuda_rng_state(rng[1]);
+      if (rng.size() > 1) compat::set_cuda_rng_state(device, rng[1]);
     } catch (const c10::Error& e) {
       throw Error(dir + ": unreadable checkpoint: " + e.what_without_backtrace());
     }
@@ -462,7 +462,7 @@ int run_impl(const TrainConfig& given) {
     torch_save(model, tmp + "/model.pt");
     torch_save(optimizer, tmp + "/optimizer.pt");
     std::vector<torch::Tensor> rng{compat::cpu_rng_state()};
-    if (device.is_cuda()) rng.push_back(compat::cuda_rng_state());
+    if (device.is_cuda()) rng.push_back(compat::cuda_rng_state(device));
     torch_save(rng, tmp + "/rng.pt");
     json state = {{"format", "shapelaw.checkpoint"},
                   {"version", 1},
