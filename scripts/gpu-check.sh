@@ -13,7 +13,8 @@
 # fetch them: scripts/gpu-deps fetches them beforehand into .gpu-deps/ (carry it); they are
 # unpacked under a private prefix here.
 # Usage: scripts/gpu-check.sh [--no-tests]
-#   env: PYTHON (python3), GPU_BUILD (build-gpu), GPU_DEPS (.gpu-deps), BUDGET_S (420),
+#   env: PYTHON (python3), GPU_BUILD (build-gpu), GPU_DEPS (.gpu-deps), BUDGET_S (360: step 5
+#        runs only if 150 s of it are left; steps 1-4 have per-command timeouts),
 #        GPU_CHECK_DEVICE (cuda; "cpu" rehearses every step on a CPU machine with small shapes)
 # Lines starting "gpu-check" are the record; with $OUT set (the device tool), the whole
 # log is also written to $OUT/gpu-check.log.
@@ -22,13 +23,13 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 BUILD=${GPU_BUILD:-build-gpu}
 DEPS=${GPU_DEPS:-.gpu-deps}
-BUDGET_S=${BUDGET_S:-420}
+BUDGET_S=${BUDGET_S:-360}
 DEVICE=${GPU_CHECK_DEVICE:-cuda}
 TESTS=1
 case "${1:-}" in
   "") ;;
   --no-tests) TESTS=0 ;;
-  -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
   *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then exec > >(tee "$OUT/gpu-check.log") 2>&1; fi
@@ -50,16 +51,22 @@ PY
 prefixes=$("$PYTHON" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 configure_args=()
 if compgen -G "$DEPS/*.deb" >/dev/null; then
-  deps=$(mktemp -d /tmp/shapelaw-deps.XXXXXX)
+  # inside the build directory, at a fixed path: CMake caches the paths it found, and a
+  # second call on the same machine reuses the build directory
+  deps="$(mkdir -p "$BUILD" && cd "$BUILD" && pwd)/debian-deps"
+  rm -rf "$deps" && mkdir -p "$deps"
   for deb in "$DEPS"/*.deb; do
     if command -v dpkg-deb >/dev/null; then
-      dpkg-deb -x "$deb" "$deps"
+      dpkg-deb -x "$deb" "$deps" || die "unpacking $deb"
     else  # a .deb is an ar archive holding data.tar.*
-      unpack=$(mktemp -d) && (cd "$unpack" && ar x "$OLDPWD/$deb") && tar -xf "$unpack"/data.tar.* -C "$deps"
+      unpack=$(mktemp -d) deb_path="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")"
+      (cd "$unpack" && ar x "$deb_path") && tar -xf "$unpack"/data.tar.* -C "$deps" \
+        || die "unpacking $deb (no dpkg-deb; ar + tar)"
     fi
   done
+  # the binaries find these libraries through the RPATH CMake gives them (no LD_LIBRARY_PATH,
+  # which would also put Debian's libzstd under the image's own tools)
   prefixes="$prefixes;$deps/usr"
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   configure_args+=(-DSHAPELAW_USE_PKGCONFIG=OFF)
   say "$(ls "$DEPS"/*.deb | wc -l) carried Debian packages unpacked in $deps"
 fi
@@ -68,7 +75,12 @@ fi
 # find_package(Torch) of a CUDA wheel enables CUDA and needs the toolkit: pin the nvcc it
 # uses and show the toolkit's layout, so that one session's log explains a failure.
 if [ "$DEVICE" = cuda ]; then
-  nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  # nvcc on PATH, the usual toolkit place, or a pip wheel's (nvidia/*/bin/nvcc)
+  nvcc_bin=$(command -v nvcc || true)
+  [ -n "$nvcc_bin" ] || nvcc_bin=$(ls /usr/local/cuda/bin/nvcc $("$PYTHON" -c \
+    'import os, nvidia; print(" ".join(os.path.join(p, "*", "bin", "nvcc") for p in nvidia.__path__))' 2>/dev/null) \
+    2>/dev/null | head -1 || true)
+  nvcc_bin=${nvcc_bin:-/usr/local/cuda/bin/nvcc}
   if [ -x "$nvcc_bin" ]; then
     cuda_root=$(dirname "$(dirname "$(readlink -f "$nvcc_bin")")")
     say "nvcc $nvcc_bin ($("$nvcc_bin" --version | tail -1)), toolkit $cuda_root"
@@ -79,6 +91,7 @@ if [ "$DEVICE" = cuda ]; then
       ls "$cuda_root"/lib*/lib$l.so >/dev/null 2>&1 && continue
       f=$(ls "$cuda_root"/lib*/lib$l.so.* 2>/dev/null | head -1 || true)
       if [ -n "$f" ]; then configure_args+=(-DCUDA_${l}_LIBRARY="$f"); fi
+      if [ -n "$f" ] && [ "$l" = cudart ]; then configure_args+=(-DCUDA_CUDART="$f"); fi
     done
   else
     say "no nvcc found: find_package(Torch) of a CUDA LibTorch will likely fail"
@@ -119,11 +132,12 @@ else
   vocab=4096 tokens=400000 smoke=(--depth 2 --width 64 --seq-len 64 --micro-batch 4 --batch-tokens 512)
   shapes=("tiny 2 128 128 8")
 fi
-"$T" --make-synthetic-shards "$work/shards" --synthetic-tokens "$tokens" --vocab-size "$vocab" 2>/dev/null
+"$T" --make-synthetic-shards "$work/shards" --synthetic-tokens "$tokens" --vocab-size "$vocab" 2>"$work/shards.log" \
+  || { tail -5 "$work/shards.log"; die "synthetic shards"; }
 common=(--data "$work/shards" --device "$DEVICE" --head-dim 64 --warmup-steps 5 --val-tokens 65600)
-run_smoke() {  # out, extra args...
+run_smoke() {  # out, extra args... (a hang, e.g. in a rendezvous, must not eat the call)
   local out=$1; shift
-  "$T" "${common[@]}" "${smoke[@]}" --out "$out" --steps 20 --checkpoint-every 10 --log-every 10 "$@" 2>>"$work/smoke.log"
+  timeout 240 "$T" "${common[@]}" "${smoke[@]}" --out "$out" --steps 20 --checkpoint-every 10 --log-every 10 "$@" 2>>"$work/smoke.log"
 }
 compare_losses() {  # label, run a, run b, first step compared
   "$PYTHON" - "$@" <<'PY'
@@ -143,6 +157,8 @@ PY
 say "smoke run (${smoke[*]}, 20 steps); a second one killed at step 15 and resumed"
 run_smoke "$work/straight" || { tail -20 "$work/smoke.log"; die "smoke run"; }
 run_smoke "$work/resumed" --debug-kill-at-step 15 || true
+[ ! -f "$work/resumed/summary.json" ] && compgen -G "$work/resumed/checkpoints/step_*" >/dev/null \
+  || die "the run meant to be killed at step 15 was not (summary written, or no checkpoint)"
 run_smoke "$work/resumed" --resume || { tail -20 "$work/smoke.log"; die "resume"; }
 "$PYTHON" - "$work/resumed/summary.json" "$DEVICE" <<'PY' || die "smoke summary"
 import json, math, sys
@@ -169,7 +185,7 @@ fi
 for shape in "${shapes[@]}"; do
   set -- $shape
   name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * 2 ))
-  "$T" "${common[@]}" --out "$work/$name" --depth "$D" --width "$W" --seq-len "$S" --micro-batch "$M" \
+  timeout 240 "$T" "${common[@]}" --out "$work/$name" --depth "$D" --width "$W" --seq-len "$S" --micro-batch "$M" \
     --batch-tokens "$B" --steps 12 --checkpoint-every 0 --log-every 0 2>"$work/$name.log" || { cat "$work/$name.log"; die "$name run"; }
   "$PYTHON" - "$work/$name" "$name" <<'PY'
 import json, sys
@@ -182,7 +198,7 @@ PY
   bf16=(); [ "$DEVICE" = cuda ] && bf16=(--bf16)
   # one MFU denominator for both: the matmul peak train measured
   peak=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["peak_flops"])' "$work/$name/summary.json")
-  "$PYTHON" bench/train_reference.py --device "$DEVICE" "${bf16[@]}" --peak "$peak" --depth "$D" --width "$W" --seq-len "$S" \
+  timeout 240 "$PYTHON" bench/train_reference.py --device "$DEVICE" "${bf16[@]}" --peak "$peak" --depth "$D" --width "$W" --seq-len "$S" \
     --vocab-size "$vocab" --micro-batch "$M" --batch-tokens "$B" --steps 12 --skip 2 \
     | "$PYTHON" -c "import json,sys; r=json.load(sys.stdin); print(f\"gpu-check: $name pytorch  {r['tokens_per_s']:12.0f} tok/s  MFU {100*r['mfu']:5.1f}%\")" \
     || say "$name reference FAILED"
@@ -195,7 +211,8 @@ if [ "$TESTS" = 1 ] && [ "$left" -gt 150 ]; then
   if timeout $(( left - 60 )) cmake --build "$BUILD" -j "$(nproc)" >"$BUILD.build-all.log" 2>&1; then
     left=$(( BUDGET_S - ($(date +%s) - t0) ))
     (cd "$BUILD" && timeout $(( left > 30 ? left : 30 )) ctest -j "$(nproc)" --timeout 300 >"$work/ctest.log" 2>&1) || true
-    grep -E "tests passed|tests failed|Failed|\*\*\*" "$work/ctest.log" | head -20 | sed 's/^/gpu-check: ctest: /' || true
+    grep -E "tests passed|tests failed" "$work/ctest.log" | sed 's/^/gpu-check: ctest: /' || say "ctest gave no summary (timed out?)"
+    grep -E "\*\*\*|Failed" "$work/ctest.log" | head -15 | sed 's/^/gpu-check: ctest: /' || true
   else
     say "test build failed or ran out of time; first errors:"
     grep -m 8 -E "error|undefined reference" "$BUILD.build-all.log" || tail -5 "$BUILD.build-all.log"

@@ -172,8 +172,9 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   if (!T_note.empty()) input["tokens_note"] = T_note;
   rec["input"] = input;
 
-  // replicates (e.g. seeds): the noise floor every law is tested against
-  const PureError pe = pure_error(pts, opt.fit.log_space);
+  // replicates (e.g. seeds): the noise floor every law is tested against. Not for τ tables:
+  // there the rows of one configuration are steps of one run, not independent replicates.
+  const PureError pe = opt.tau ? PureError{} : pure_error(pts, opt.fit.log_space);
   if (pe.df > 0) {
     json rj = {{"configurations", pe.configurations}, {"rows", pe.rows}, {"df", pe.df},
                {"ss_fit_space", pe.ss}, {"sd_fit_space", pe.sd_fit_space}, {"sd", pe.sd_response}};
@@ -321,9 +322,14 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
     }
     mj["metrics"] = metrics;
     if (pe.df > 0) {
-      LackOfFit lof = lack_of_fit(met.rss, met.n, met.k, pe);
+      // a parameter pinned at a bound gives the law no freedom: it does not use up a degree
+      // of freedom of the lack of fit (counting it would make the test anti-conservative)
+      int at_bound = 0;
+      for (int q = 0; q < P; ++q) at_bound += fr.at_bound[q] && !m.is_fixed(q);
+      LackOfFit lof = lack_of_fit(met.rss, met.n, met.k - at_bound, pe);
       mj["lack_of_fit"] = lof.computed ? json{{"f", lof.f}, {"df_lof", lof.df_lof}, {"df_pe", lof.df_pe},
-                                               {"ss_lof", lof.ss_lof}, {"p_value", lof.p_value}}
+                                               {"ss_lof", lof.ss_lof}, {"p_value", lof.p_value},
+                                               {"params_at_bound", at_bound}}
                                        : json{{"reason", lof.reason}};
     }
     std::vector<double> ex_pred(n, kNaN);

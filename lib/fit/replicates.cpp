@@ -41,7 +41,7 @@ LackOfFit lack_of_fit(double rss, int n, int k, const PureError& pe) {
   if (pe.df == 0) {
     lof.reason = "no configuration was run more than once";
   } else if (lof.df_lof <= 0) {
-    lof.reason = "the law has as many free parameters as there are distinct configurations";
+    lof.reason = "the law has at least as many free parameters as there are distinct configurations";
   } else if (!(pe.ss > 0)) {
     lof.reason = "replicates are identical (no pure error)";
   } else {

@@ -5,9 +5,9 @@
 // the classical lack-of-fit test asks whether a law's residuals exceed it:
 //   RSS = SS_pe + SS_lof,   F = (SS_lof / df_lof) / (SS_pe / df_pe),
 //   df_pe = Σ_g (n_g − 1),  df_lof = n − k − df_pe.
-// The split is exact for weighted least squares in the fitting space (replicates share
-// one prediction); under the Huber objective the fit minimized something else and the F
-// test is approximate.
+// The split holds exactly in the fitting space, whatever the fit minimized, because
+// replicates share one prediction; the F distribution is exact for least squares with
+// Gaussian noise, approximate under the Huber objective.
 #include <string>
 #include <vector>
 
@@ -31,7 +31,8 @@ struct LackOfFit {
   double ss_lof = 0, f = 0, p_value = 1;
   int df_lof = 0, df_pe = 0;
 };
-// rss: the law's weighted residual sum of squares in the fitting space; k: free parameters.
+// rss: the law's weighted residual sum of squares in the fitting space; k: free parameters
+// (those pinned at a bound excluded).
 LackOfFit lack_of_fit(double rss, int n, int k, const PureError& pe);
 
 }  // namespace shapelaw::fit

@@ -341,7 +341,8 @@ LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions
       result.warnings.push_back(located(r.source, r.line, "duplicate run '" + r.run + "' (first at " +
                                                              located(it->second->source, it->second->line, "") + ")"));
     auto [it2, fresh2] = by_config.emplace(std::make_tuple(r.depth, r.width, r.tokens, r.params, r.params_nonemb), &r);
-    if (!fresh2 && fresh && result.warnings.size() < 1000)
+    const bool same_group = !r.group.empty() && r.group == it2->second->group;  // replicates, by design
+    if (!fresh2 && fresh && !same_group && result.warnings.size() < 1000)
       result.warnings.push_back(located(r.source, r.line,
                                         "duplicate configuration D=" + std::to_string((long long)r.depth) +
                                             " W=" + std::to_string((long long)r.width) + " (also run '" +

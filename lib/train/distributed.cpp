@@ -157,9 +157,12 @@ Distributed Distributed::from_env(const std::string& device) {
   d.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID", 0);
   if (d.world < 1 || d.rank < 0 || d.rank >= d.world)
     throw Error("invalid RANK=" + std::to_string(d.rank) + " / WORLD_SIZE=" + std::to_string(d.world));
-  // One rank needs no process group, unless a backend is named: then the collectives run
-  // on one rank, which checks a backend (NCCL on a single-GPU machine) end to end.
-  if (d.world == 1 && env_str("SHAPELAW_DIST_BACKEND", nullptr, "").empty()) return d;
+  // One rank needs no process group, unless WORLD_SIZE=1 is set and a backend is named:
+  // then the collectives run on one rank, which checks a backend (NCCL on a single-GPU
+  // machine) end to end. Both are required, so that a backend exported in the shell does
+  // not make every single-process run open a rendezvous port.
+  const bool one_rank_check = std::getenv("WORLD_SIZE") && !env_str("SHAPELAW_DIST_BACKEND", nullptr, "").empty();
+  if (d.world == 1 && !one_rank_check) return d;
   const std::string backend = choose_backend(device);  // or a clear error
 #ifdef SHAPELAW_HAVE_C10D
   // torchrun sets MASTER_ADDR/MASTER_PORT; under Slurm give them yourself (or the

@@ -2,7 +2,7 @@
 // Data parallelism over torch's c10d process groups, configured from the environment
 // torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or Slurm
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) sets. world == 1 needs no process group
-// unless SHAPELAW_DIST_BACKEND names one (a one-rank check of that backend).
+// unless WORLD_SIZE=1 is set and SHAPELAW_DIST_BACKEND names one (a one-rank check of that backend).
 #include <memory>
 #include <string>
 #include <vector>
