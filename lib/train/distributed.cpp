@@ -191,8 +191,11 @@ Distributed Distributed::from_env(const std::string& device) {
     }
 #endif
   } catch (const std::exception& e) {
+    // c10 errors carry a stack dump in what(): the message alone is what a user needs
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     throw Error("data-parallel rendezvous (" + backend + ") at " + addr + ":" + std::to_string(port) + " (rank " +
-                std::to_string(d.rank) + " of " + std::to_string(d.world) + ") failed: " + e.what());
+                std::to_string(d.rank) + " of " + std::to_string(d.world) + ") failed: " +
+                (c10_error ? c10_error->what_without_backtrace() : e.what()));
   }
   d.group = group;
   return d;
