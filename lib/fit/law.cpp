@@ -183,8 +183,9 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
     for (const auto& r : rows)
       if (r.loss_se > 0) ses.push_back(r.loss_se);
     if (!ses.empty()) {
-      rj["median_row_se"] = percentile(ses, 0.5);
-      rj["sd_over_median_row_se"] = num(pe.sd_response / percentile(ses, 0.5));
+      const double median_se = percentile(ses, 0.5);
+      rj["median_row_se"] = median_se;
+      rj["sd_over_median_row_se"] = num(pe.sd_response / median_se);
     }
     rec["replicates"] = rj;
   }

@@ -11,11 +11,11 @@ namespace shapelaw::fit {
 PureError pure_error(const std::vector<Point>& pts, bool log_space) {
   std::map<std::tuple<double, double, double, double>, std::vector<const Point*>> configurations;
   for (const auto& p : pts) configurations[{p.D, p.W, p.N, p.T}].push_back(&p);
+  auto z = [&](const Point* p) { return log_space ? std::log(p->y) : p->y; };  // fitting space
   PureError pe;
   double ss_response = 0;
   for (const auto& [key, members] : configurations) {
     if (members.size() < 2) continue;
-    auto z = [&](const Point* p) { return log_space ? std::log(p->y) : p->y; };
     double sw = 0, swz = 0, sy = 0;
     for (const Point* p : members) { sw += p->weight; swz += p->weight * z(p); sy += p->y; }
     const double zbar = swz / sw, ybar = sy / double(members.size());

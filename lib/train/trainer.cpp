@@ -293,14 +293,17 @@ int run_impl(const TrainConfig& given) {
   WindowSampler sampler(train_split, size_t(window), cfg.seed, dist.rank, dist.world);
 
   // device and threads
-  if (cfg.device == "cuda" && !torch::cuda::is_available())
-    throw Error("--device cuda: no CUDA device available (this LibTorch " + compat::torch_version() +
-                (torch::cuda::device_count() == 0 ? " sees no GPU" : "") + ")");
-  if (cfg.device == "cuda" && dist.local_rank >= int(torch::cuda::device_count()))
-    throw Error("--device cuda: LOCAL_RANK " + std::to_string(dist.local_rank) + " but this machine has " +
-                std::to_string(torch::cuda::device_count()) +
-                " visible GPU(s): one rank per GPU (under Slurm with --gpus-per-task, each rank sees one "
-                "GPU: set LOCAL_RANK=0, or let every rank see all GPUs via CUDA_VISIBLE_DEVICES)");
+  if (cfg.device == "cuda") {
+    const int gpus = int(torch::cuda::device_count());
+    if (!torch::cuda::is_available())
+      throw Error("--device cuda: no CUDA device available (this LibTorch " + compat::torch_version() +
+                  (gpus == 0 ? " sees no GPU" : "") + ")");
+    if (dist.local_rank >= gpus)
+      throw Error("--device cuda: LOCAL_RANK " + std::to_string(dist.local_rank) + " but this machine has " +
+                  std::to_string(gpus) +
+                  " visible GPU(s): one rank per GPU (under Slurm with --gpus-per-task, each rank sees one "
+                  "GPU: set LOCAL_RANK=0, or let every rank see all GPUs via CUDA_VISIBLE_DEVICES)");
+  }
   torch::Device device = cfg.device == "cuda" ? torch::Device(torch::kCUDA, dist.local_rank) : torch::Device(torch::kCPU);
   const bool bf16 = cfg.precision == "bf16" || (cfg.precision == "auto" && device.is_cuda());
   if (bf16 && !device.is_cuda()) throw Error("--precision bf16 needs --device cuda (CPU runs in fp32)");
