@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "train/torch_compat.h"
 #include "util/error.h"
 
 // Gloo process groups need the gloo headers that ProcessGroupGloo.hpp includes: Debian's
@@ -169,21 +170,37 @@ Distributed Distributed::from_env(const std::string& device) {
   // defaults: loopback, 29500, i.e. a single node)
   const std::string addr = env_str("MASTER_ADDR", nullptr, "127.0.0.1");
   const int port = env_int("MASTER_PORT", nullptr, 29500);
+  // How long a rank waits for the others, at the rendezvous and in each collective. The
+  // default (torch's own for collectives) leaves room for rank 0 writing a large checkpoint
+  // while the others wait; a test or a shell loop wants to fail fast.
+  const int timeout_s = env_int("SHAPELAW_DIST_TIMEOUT", nullptr, 600);
+  if (timeout_s < 1) throw Error("SHAPELAW_DIST_TIMEOUT=" + std::to_string(timeout_s) + ": give seconds, at least 1");
+  const std::chrono::milliseconds timeout = std::chrono::seconds(timeout_s);
   auto group = std::make_shared<Group>();
   try {
     c10d::TCPStoreOptions opts;
     opts.port = uint16_t(port);
     opts.isServer = d.rank == 0;
     opts.numWorkers = size_t(d.world);
-    opts.timeout = std::chrono::minutes(5);
-    group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
+    opts.timeout = timeout;
+    try {
+      group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
+    } catch (const c10::Error& e) {
+      // a LibTorch built without libuv; every rank runs the same build, so all fall back alike
+      const bool libuv_missing = std::string(e.what_without_backtrace()).find("libuv") != std::string::npos;
+      if (!libuv_missing || !compat::use_classic_store_backend(opts)) throw;
+      group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
+    }
 #ifdef SHAPELAW_HAVE_NCCL
-    if (backend == "nccl")
-      group->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, d.rank, d.world);
+    if (backend == "nccl") {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      group->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, d.rank, d.world, options);
+    }
 #endif
 #ifdef SHAPELAW_HAVE_GLOO
     if (backend == "gloo") {
-      auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(10));
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       const bool loopback = addr == "127.0.0.1" || addr == "localhost" || addr == "::1";
       options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname(addr)
                                           : c10d::ProcessGroupGloo::createDefaultDevice());
@@ -194,8 +211,8 @@ Distributed Distributed::from_env(const std::string& device) {
     // c10 errors carry a stack dump in what(): the message alone is what a user needs
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     throw Error("data-parallel rendezvous (" + backend + ") at " + addr + ":" + std::to_string(port) + " (rank " +
-                std::to_string(d.rank) + " of " + std::to_string(d.world) + ") failed: " +
-                (c10_error ? c10_error->what_without_backtrace() : e.what()));
+                std::to_string(d.rank) + " of " + std::to_string(d.world) + ", SHAPELAW_DIST_TIMEOUT=" +
+                std::to_string(timeout_s) + " s) failed: " + (c10_error ? c10_error->what_without_backtrace() : e.what()));
   }
   d.group = group;
   return d;

@@ -2,6 +2,7 @@
 // Outputs appear whole or not at all: data goes to "<path>.tmp-<pid>" in the same
 // directory, is fsync'ed, then renamed over <path>. A run killed at any point
 // leaves at most a temporary file, never a truncated file under the final name.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include "audit/arch.h"
 #include "audit/param_count.h"

@@ -1,5 +1,5 @@
 // End-to-end tests of the fit-law tool: inputs, bad-input messages, outputs.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstdio>

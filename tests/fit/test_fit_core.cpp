@@ -1,6 +1,6 @@
 // Unit tests of the fitting core: LM, objectives, model Jacobians, variable
 // projection, planted-parameter recovery, compute-optimal numerics, statistics.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <random>

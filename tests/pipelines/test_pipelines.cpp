@@ -1,6 +1,6 @@
 // The make pipelines as a user runs them: the paper plan (make -n), the micro pipeline
 // end to end at a tiny setting, and make's incremental semantics.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,6 +1,6 @@
 // probe-grads end to end on tiny train runs: measure == train's --probe-steps log,
 // measure -> fit -> summarize, and one clear message per kind of bad input.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <filesystem>
 #include <fstream>

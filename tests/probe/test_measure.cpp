@@ -10,7 +10,7 @@
 
 // LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
 #undef CHECK
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include "test_support.h"
 #include "util/error.h"
 

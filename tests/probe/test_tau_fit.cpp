@@ -1,7 +1,7 @@
 // The torch-free half of probe-grads: the decay fit (planted tau recovered from noisy
 // synthetic profiles, CI coverage, flags), profile files, and the tau table's round
 // trip through fit-law's tau-power / tau-log models.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <filesystem>

@@ -1,6 +1,6 @@
 // The data stage as a user runs it: tokenize train-model, tokenize encode | shard write,
 // shard inspect/verify, and every bad-input case giving one message and a non-zero exit.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 
 // LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
 #undef CHECK
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 using namespace shapelaw;
 

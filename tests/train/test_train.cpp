@@ -1,6 +1,7 @@
 // The train tool end to end on a tiny synthetic shard set: outputs, exact resume after
 // SIGKILL, refusal of a changed config, clear errors. Torch-free (runs the binary).
-#include <catch2/catch.hpp>
+#include "catch.h"
+#include <chrono>
 
 #include <cmath>
 #include <filesystem>
@@ -321,6 +322,29 @@ TEST_CASE("train: a named backend with one rank runs its collectives and changes
   INFO(exported.output);
   CHECK(exported.exit_code == 0);
   CHECK(train_losses(tmp.path() + "/exported") == a);
+}
+
+TEST_CASE("train: a rank whose peers never come gives up after SHAPELAW_DIST_TIMEOUT, clearly") {
+  TempDir tmp;
+  // rank 1 of 2 on loopback, and no rank 0 listening on that port
+  const int port = 20000 + int((::getpid() + 104729) % 20000);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run("SHAPELAW_DIST_TIMEOUT=2 RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+               std::to_string(port) + " " + base_args(tmp.path() + "/late") + " --steps 1");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.output);
+  if (r.output.find("no c10d process group") != std::string::npos) {
+    WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
+    return;
+  }
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("data-parallel rendezvous (gloo) at 127.0.0.1:" + std::to_string(port)));
+  CHECK_THAT(r.output, Catch::Contains("rank 1 of 2, SHAPELAW_DIST_TIMEOUT=2 s) failed"));
+  CHECK(seconds < 60);
+  CHECK(!fs::exists(tmp.path() + "/late/summary.json"));
+  auto zero = run("SHAPELAW_DIST_TIMEOUT=0 RANK=1 WORLD_SIZE=2 " + base_args(tmp.path() + "/zero") + " --steps 1");
+  CHECK(zero.exit_code == 1);
+  CHECK_THAT(zero.output, Catch::Contains("SHAPELAW_DIST_TIMEOUT=0: give seconds, at least 1"));
 }
 
 TEST_CASE("train: a data-parallel backend that is unknown or not built is refused clearly") {
