@@ -31,6 +31,9 @@ std::string source(const std::string& relative);
 // {"redpajama_set_name": "Synthetic"}}) to path; returns the texts.
 std::vector<std::string> write_synthetic_corpus(const std::string& path, int documents, unsigned seed = 1);
 void write_text(const std::string& path, const std::string& content);
+// A loopback TCP port that nothing listens on right now (the kernel's choice, then
+// released): for data-parallel tests that run at the same time as others.
+int free_loopback_port();
 std::string read_text(const std::string& path);
 
 }  // namespace shapelaw::test

@@ -170,9 +170,9 @@ Distributed Distributed::from_env(const std::string& device) {
   // defaults: loopback, 29500, i.e. a single node)
   const std::string addr = env_str("MASTER_ADDR", nullptr, "127.0.0.1");
   const int port = env_int("MASTER_PORT", nullptr, 29500);
-  // How long a rank waits for the others, at the rendezvous and in each collective. The
-  // default (torch's own for collectives) leaves room for rank 0 writing a large checkpoint
-  // while the others wait; a test or a shell loop wants to fail fast.
+  // How long a rank waits for the others, in each wait of the rendezvous and in each
+  // collective. The default (NCCL's own; Gloo's is 30 minutes) leaves room for rank 0
+  // writing a large checkpoint while the others wait; a test or a shell loop wants to fail fast.
   const int timeout_s = env_int("SHAPELAW_DIST_TIMEOUT", nullptr, 600);
   if (timeout_s < 1) throw Error("SHAPELAW_DIST_TIMEOUT=" + std::to_string(timeout_s) + ": give seconds, at least 1");
   const std::chrono::milliseconds timeout = std::chrono::seconds(timeout_s);
@@ -187,7 +187,7 @@ Distributed Distributed::from_env(const std::string& device) {
       group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
     } catch (const c10::Error& e) {
       // a LibTorch built without libuv; every rank runs the same build, so all fall back alike
-      const bool libuv_missing = std::string(e.what_without_backtrace()).find("libuv") != std::string::npos;
+      const bool libuv_missing = std::string(e.what_without_backtrace()).find("without libuv") != std::string::npos;
       if (!libuv_missing || !compat::use_classic_store_backend(opts)) throw;
       group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
     }

@@ -19,11 +19,11 @@
 namespace shapelaw::compat {
 
 // c10d TCPStore: from 2.4 it asks for its libuv backend by default, which builds without
-// libuv (Debian 13's 2.6) refuse. Turns that off where the option exists (2.1+); says
-// whether there was anything to turn off.
+// libuv (Debian 13's 2.6) refuse. Turns that off; says whether there was anything to turn
+// off (before 2.4 the classic backend is already the default).
 template <typename TCPStoreOptions>
 inline bool use_classic_store_backend(TCPStoreOptions& options) {
-#if SHAPELAW_TORCH_AT_LEAST(2, 1)
+#if SHAPELAW_TORCH_AT_LEAST(2, 4)
   const bool was_libuv = options.useLibUV;
   options.useLibUV = false;
   return was_libuv;

@@ -275,7 +275,7 @@ TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the
   const std::string one = tmp.path() + "/one", two = tmp.path() + "/two";
   const std::string opts = " --steps 6 --batch-tokens 256 --checkpoint-every 3";
   REQUIRE(run(base_args(one) + opts + " --micro-batch 4").exit_code == 0);
-  const int port = 20000 + int(::getpid() % 20000);
+  const int port = free_loopback_port();
   auto env = [&](int rank) {
     return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
            " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
@@ -304,7 +304,7 @@ TEST_CASE("train: a named backend with one rank runs its collectives and changes
   const std::string plain = tmp.path() + "/plain", one_rank = tmp.path() + "/one-rank";
   const std::string opts = " --steps 4 --batch-tokens 256 --micro-batch 2";
   REQUIRE(run(base_args(plain) + opts).exit_code == 0);
-  const int port = 20000 + int((::getpid() + 7919) % 20000);
+  const int port = free_loopback_port();
   auto r = run("SHAPELAW_DIST_BACKEND=gloo WORLD_SIZE=1 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
                std::to_string(port) + " " + base_args(one_rank) + opts);
   INFO(r.output);
@@ -327,7 +327,7 @@ TEST_CASE("train: a named backend with one rank runs its collectives and changes
 TEST_CASE("train: a rank whose peers never come gives up after SHAPELAW_DIST_TIMEOUT, clearly") {
   TempDir tmp;
   // rank 1 of 2 on loopback, and no rank 0 listening on that port
-  const int port = 20000 + int((::getpid() + 104729) % 20000);
+  const int port = free_loopback_port();
   const auto start = std::chrono::steady_clock::now();
   auto r = run("SHAPELAW_DIST_TIMEOUT=2 RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
                std::to_string(port) + " " + base_args(tmp.path() + "/late") + " --steps 1");
