@@ -27,11 +27,11 @@ int main(int argc, char** argv) {
     std::string loss = "huber", space = "log", phi = "absolute", format = "table", out_path, pred_path;
     std::string weights = "none", compute_range = "1e18:1e24";
     double delta = 1e-3;
-    bool list_models = false, skip_bad = false, no_loo = false;
+    bool list_models = false, skip_bad = false, no_loo = false, mixed_tokenizers = false;
     int threads = 0;
     app.add_option("inputs", inputs, "summary.json files, directories (searched for summary.json), globs, .csv, .jsonl");
     app.add_option("--col", col_specs, "column mapping FIELD=COLUMN[*SCALE], e.g. tokens=tokens_b*1e9 "
-                                       "(fields: run group depth width loss tau loss_se params params_nonembedding tokens compute)");
+                                       "(fields: run group tokenizer depth width loss tau loss_se params params_nonembedding tokens compute)");
     app.add_option("--model,-m", models, "laws to fit (repeat or comma-separate; default: every law for the response)")
         ->delimiter(',');
     app.add_flag("--tau", o.tau, "input is a probe-grads tau table (fits tau-power and tau-log against width)");
@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
     app.add_option("--format", format, "stdout: table, markdown, csv or json")
         ->check(CLI::IsMember({"table", "markdown", "csv", "json"}));
     app.add_flag("--skip-bad-rows", skip_bad, "warn about and skip bad rows instead of failing");
+    app.add_flag("--allow-mixed-tokenizers", mixed_tokenizers,
+                 "fit rows from different tokenizers together (refused by default: their losses per token "
+                 "are different quantities); warns instead");
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& e) {  // --help, --version
@@ -146,6 +149,7 @@ int main(int argc, char** argv) {
     fit::LoadOptions lo;
     lo.tau_table = o.tau;
     lo.skip_bad_rows = skip_bad;
+    lo.allow_mixed_tokenizers = mixed_tokenizers;
     for (const auto& spec : col_specs) lo.columns.insert(fit::parse_column_spec(spec));
     fit::LoadResult data = fit::load_tables(inputs, lo);
     for (size_t i = 0; i < data.warnings.size() && i < 20; ++i)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "fit/parallel.h"
 #include "fit/profile.h"
@@ -167,7 +168,11 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                   {"compute_optimal", {{"c_min", opt.optimal.c_min}, {"c_max", opt.optimal.c_max},
                                        {"n_c", opt.optimal.n_c}, {"draws", opt.optimal_draws}}}};
   rec["options"] = options;
+  std::set<std::string> tokenizers;
+  for (const auto& r : rows)
+    if (!r.tokenizer.empty()) tokenizers.insert(r.tokenizer);
   json input = {{"files", files}, {"rows", n}, {"groups", group_ids.size()}, {"warnings", warnings},
+                {"tokenizers", tokenizers},
                 {"tokens_vary", T_varies}};
   if (!T_note.empty()) input["tokens_note"] = T_note;
   rec["input"] = input;

@@ -28,6 +28,7 @@ const std::map<std::string, std::vector<std::string>>& default_aliases() {
   static const std::map<std::string, std::vector<std::string>> aliases = {
       {"run", {"run", "run_id", "name", "id"}},
       {"group", {"group"}},
+      {"tokenizer", {"tokenizer", "tokenizer_sha256"}},
       {"depth", {"depth", "D", "n_layers", "layers"}},
       {"width", {"width", "W", "d_model", "hidden"}},
       {"loss", {"loss", "final_val_loss", "val_loss", "L"}},
@@ -147,11 +148,12 @@ std::string fill_row(const Record& rec, const LoadOptions& opt, Row& row) {
       return std::string("field '") + o.field + "' (column '" + used + "') must be > 0, got " + text;
     *o.dst = v;
   }
-  for (const std::string field : {"run", "group"}) {
+  for (auto [field, dst] : {std::pair<const char*, std::string*>{"run", &row.run}, {"group", &row.group},
+                             {"tokenizer", &row.tokenizer}}) {
     std::string text, used;
     double v;
     bool is_num;
-    if (lookup(field, text, v, is_num, used)) (field == "run" ? row.run : row.group) = text;
+    if (lookup(field, text, v, is_num, used)) *dst = text;
   }
   return {};
 }
@@ -251,12 +253,31 @@ void load_summary(const std::string& path, const LoadOptions& opt, LoadResult& r
   add_row(result, opt, Record{nullptr, &obj}, path, 0);
 }
 
+// Rows that name their tokenizer must all name the same one: a loss in nats per token
+// depends on what a token is (the same corpus and settings give a different tokenizer
+// under another sentencepiece version, e.g. Debian 12's 0.1.97 and Debian 13's 0.2.0).
+void check_tokenizers(LoadResult& result, const LoadOptions& opt) {
+  std::map<std::string, std::vector<const Row*>> by_tokenizer;
+  for (const auto& r : result.rows)
+    if (!r.tokenizer.empty()) by_tokenizer[r.tokenizer].push_back(&r);
+  if (by_tokenizer.size() < 2) return;
+  std::string list;
+  for (const auto& [hash, rows] : by_tokenizer)
+    list += "\n  " + hash.substr(0, 12) + ": " + std::to_string(rows.size()) + " row(s), e.g. " +
+            located(rows.front()->source, rows.front()->line, "run '" + rows.front()->run + "'");
+  const std::string what = "the rows come from " + std::to_string(by_tokenizer.size()) +
+                           " different tokenizers, so their losses per token are not comparable:" + list;
+  if (!opt.allow_mixed_tokenizers)
+    throw Error(what + "\nfit each tokenizer's runs separately, or pass --allow-mixed-tokenizers");
+  result.warnings.push_back(what);
+}
+
 bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
 }  // namespace
 
 const std::vector<std::string>& canonical_fields() {
-  static const std::vector<std::string> fields = {"run", "group", "depth", "width", "loss", "tau",
+  static const std::vector<std::string> fields = {"run", "group", "tokenizer", "depth", "width", "loss", "tau",
                                                   "loss_se", "params", "params_nonembedding",
                                                   "tokens", "compute"};
   return fields;
@@ -348,6 +369,7 @@ LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions
                                             " W=" + std::to_string((long long)r.width) + " (also run '" +
                                             it2->second->run + "'); both are kept"));
   }
+  check_tokenizers(result, options);
   return result;
 }
 

@@ -14,6 +14,7 @@ struct Row {
   std::string source;  // file path
   long long line = 0;  // 1-based line (0 for a whole-file summary.json)
   std::string run, group;
+  std::string tokenizer;     // its hash (summary.json tokenizer_sha256), "" when unknown
   double depth = 0, width = 0;
   double loss = 0;           // response: loss (or tau for tau tables)
   double loss_se = -1;       // < 0: absent
@@ -35,6 +36,9 @@ struct LoadOptions {
   std::map<std::string, ColumnSpec> columns;  // explicit --col mappings
   bool tau_table = false;      // response is the column "tau" (probe-grads table)
   bool skip_bad_rows = false;  // warn and skip instead of failing
+  // Losses per token from different tokenizers are different quantities: rows naming more
+  // than one tokenizer are refused, unless this (then a warning).
+  bool allow_mixed_tokenizers = false;
 };
 
 struct LoadResult {

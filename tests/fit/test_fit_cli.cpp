@@ -203,6 +203,47 @@ TEST_CASE("summary.json files are found in a directory, and an unknown format ve
   CHECK_THAT(v.output, Catch::Contains("future/summary.json: summary version 2 is newer"));
 }
 
+TEST_CASE("runs from different tokenizers are refused, or fitted with a warning on request") {
+  // the same corpus and settings give a different tokenizer under another sentencepiece
+  // version: losses per token from the two are different quantities
+  test::TempDir dir;
+  int i = 0;
+  for (auto [D, W, L] : std::vector<std::tuple<int, int, double>>{
+           {2, 256, 4.3}, {4, 256, 4.1}, {8, 512, 3.62}, {16, 512, 3.44}, {8, 1024, 3.40}, {16, 1024, 3.13}}) {
+    std::string run = dir.path() + "/run" + std::to_string(i);
+    std::filesystem::create_directories(run);
+    json s = {{"format", "shapelaw.summary"}, {"version", 1}, {"run_id", "r" + std::to_string(i)},
+              {"depth", D}, {"width", W}, {"final_val_loss", L}, {"tokens", 1000000},
+              {"tokenizer_sha256", i < 4 ? "49d42cf85392eaa0c49b" : "4063f5e8163219fb1f82"},
+              {"params", {{"total", 12.0 * D * W * W + 2 * 50257.0 * W}, {"non_embedding", 12.0 * D * W * W}}}};
+    write(run + "/summary.json", s.dump());
+    ++i;
+  }
+  auto refused = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5");
+  INFO(refused.output);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Catch::Contains("the rows come from 2 different tokenizers"));
+  CHECK_THAT(refused.output, Catch::Contains("4063f5e81632: 2 row(s), e.g. "));
+  CHECK_THAT(refused.output, Catch::Contains("49d42cf85392: 4 row(s), e.g. "));
+  CHECK_THAT(refused.output, Catch::Contains("--allow-mixed-tokenizers"));
+
+  std::string out = dir.path() + "/fit.json";
+  auto allowed = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5 --allow-mixed-tokenizers -o " + out);
+  INFO(allowed.output);
+  REQUIRE(allowed.exit_code == 0);
+  CHECK_THAT(allowed.output, Catch::Contains("2 different tokenizers"));
+  json j = json::parse(read_file(out));
+  CHECK(j["input"]["tokenizers"].size() == 2);
+  CHECK(j["input"]["rows"] == 6);
+
+  // one tokenizer (or none named): nothing to say
+  for (int k = 4; k < 6; ++k) std::filesystem::remove_all(dir.path() + "/run" + std::to_string(k));
+  auto one = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5 -o " + out);
+  INFO(one.output);
+  CHECK(one.exit_code == 0);
+  CHECK(json::parse(read_file(out))["input"]["tokenizers"].size() == 1);
+}
+
 TEST_CASE("a probe-grads tau table fits tau-power and tau-log against width") {
   test::TempDir dir;
   std::string csv = dir.path() + "/tau.csv";
