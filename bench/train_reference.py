@@ -52,7 +52,8 @@ def apply_rope(x, cos, sin):
 
 
 def causal_attention(q, k, v):
-    if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0, as compat::causal_attention
+    # as compat::causal_attention: the fused kernel on CUDA (torch >= 2.0), else the textbook form
+    if q.is_cuda and hasattr(F, "scaled_dot_product_attention"):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
     t = q.size(-2)
     scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
