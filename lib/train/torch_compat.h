@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -19,18 +20,22 @@
 namespace shapelaw::compat {
 
 // c10d TCPStore: from 2.4 it asks for its libuv backend by default, which builds without
-// libuv (Debian 13's 2.6) refuse. Turns that off; says whether there was anything to turn
-// off (before 2.4 the classic backend is already the default).
+// libuv (Debian 13's 2.6) refuse. Turns that off where the option exists (found by
+// detection, not by version); says whether there was anything to turn off.
+template <typename T, typename = void>
+struct has_use_libuv : std::false_type {};
+template <typename T>
+struct has_use_libuv<T, std::void_t<decltype(std::declval<T&>().useLibUV)>> : std::true_type {};
+
 template <typename TCPStoreOptions>
 inline bool use_classic_store_backend(TCPStoreOptions& options) {
-#if SHAPELAW_TORCH_AT_LEAST(2, 4)
-  const bool was_libuv = options.useLibUV;
-  options.useLibUV = false;
-  return was_libuv;
-#else
-  (void)options;
-  return false;
-#endif
+  if constexpr (has_use_libuv<TCPStoreOptions>::value) {
+    const bool was_libuv = options.useLibUV;
+    options.useLibUV = false;
+    return was_libuv;
+  } else {
+    return false;
+  }
 }
 
 inline std::string torch_version() {
