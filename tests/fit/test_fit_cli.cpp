@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,26 @@ std::string fitlaw() { return test::bin("fit-law"); }
 void write(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
+}
+
+// (depth, width, loss) of six runs on a Kaplan-like loss surface
+const std::vector<std::tuple<int, int, double>> kSixRuns = {
+    {2, 256, 4.3}, {4, 256, 4.1}, {8, 512, 3.62}, {16, 512, 3.44}, {8, 1024, 3.40}, {16, 1024, 3.13}};
+
+// kSixRuns as summary.json files in dir/run0..run5;
+// tokenizer(i), when given, names run i's tokenizer hash.
+void write_six_summaries(const std::string& dir, const std::function<std::string(int)>& tokenizer = {}) {
+  int i = 0;
+  for (auto [D, W, L] : kSixRuns) {
+    std::string run = dir + "/run" + std::to_string(i);
+    std::filesystem::create_directories(run);
+    json s = {{"format", "shapelaw.summary"}, {"version", 1}, {"run_id", "r" + std::to_string(i + 1)},
+              {"depth", D}, {"width", W}, {"final_val_loss", L}, {"tokens", 1000000},
+              {"params", {{"total", 12.0 * D * W * W + 2 * 50257.0 * W}, {"non_embedding", 12.0 * D * W * W}}}};
+    if (tokenizer) s["tokenizer_sha256"] = tokenizer(i);
+    write(run + "/summary.json", s.dump());
+    ++i;
+  }
 }
 
 // A clean synthetic table (kaplan-E law, 2% noise free) for the quick CLI checks.
@@ -178,16 +199,7 @@ TEST_CASE("column mapping with scale, fit.json shape, predictions CSV, formats")
 
 TEST_CASE("summary.json files are found in a directory, and an unknown format version is refused") {
   test::TempDir dir;
-  int i = 0;
-  for (auto [D, W, L] : std::vector<std::tuple<int, int, double>>{
-           {2, 256, 4.3}, {4, 256, 4.1}, {8, 512, 3.62}, {16, 512, 3.44}, {8, 1024, 3.40}, {16, 1024, 3.13}}) {
-    std::string run = dir.path() + "/run" + std::to_string(i++);
-    std::filesystem::create_directories(run);
-    json s = {{"format", "shapelaw.summary"}, {"version", 1}, {"run_id", "r" + std::to_string(i)},
-              {"depth", D}, {"width", W}, {"final_val_loss", L}, {"tokens", 1000000},
-              {"params", {{"total", 12.0 * D * W * W + 2 * 50257.0 * W}, {"non_embedding", 12.0 * D * W * W}}}};
-    write(run + "/summary.json", s.dump());
-  }
+  write_six_summaries(dir.path());
   std::string out = dir.path() + "/fit.json";
   auto r = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5 -o " + out);
   INFO(r.output);
@@ -207,18 +219,7 @@ TEST_CASE("runs from different tokenizers are refused, or fitted with a warning 
   // the same corpus and settings give a different tokenizer under another sentencepiece
   // version: losses per token from the two are different quantities
   test::TempDir dir;
-  int i = 0;
-  for (auto [D, W, L] : std::vector<std::tuple<int, int, double>>{
-           {2, 256, 4.3}, {4, 256, 4.1}, {8, 512, 3.62}, {16, 512, 3.44}, {8, 1024, 3.40}, {16, 1024, 3.13}}) {
-    std::string run = dir.path() + "/run" + std::to_string(i);
-    std::filesystem::create_directories(run);
-    json s = {{"format", "shapelaw.summary"}, {"version", 1}, {"run_id", "r" + std::to_string(i)},
-              {"depth", D}, {"width", W}, {"final_val_loss", L}, {"tokens", 1000000},
-              {"tokenizer_sha256", i < 4 ? "49d42cf85392eaa0c49b" : "4063f5e8163219fb1f82"},
-              {"params", {{"total", 12.0 * D * W * W + 2 * 50257.0 * W}, {"non_embedding", 12.0 * D * W * W}}}};
-    write(run + "/summary.json", s.dump());
-    ++i;
-  }
+  write_six_summaries(dir.path(), [](int i) { return i < 4 ? "49d42cf85392eaa0c49b" : "4063f5e8163219fb1f82"; });
   auto refused = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5");
   INFO(refused.output);
   CHECK(refused.exit_code == 1);
@@ -318,8 +319,7 @@ TEST_CASE("JSONL tables are read with dotted paths, and a bad JSON line names fi
   test::TempDir dir;
   std::string jl = dir.path() + "/runs.jsonl";
   std::string body;
-  for (auto [D, W, L] : std::vector<std::tuple<int, int, double>>{
-           {2, 256, 4.3}, {4, 256, 4.1}, {8, 512, 3.62}, {16, 512, 3.44}, {8, 1024, 3.40}, {16, 1024, 3.13}})
+  for (auto [D, W, L] : kSixRuns)
     body += json({{"arch", {{"layers", D}, {"d_model", W}}}, {"eval", {{"loss", L}}}}).dump() + "\n";
   write(jl, body);
   auto r = test::run(fitlaw() + " " + jl + " --col depth=arch.layers --col width=arch.d_model --col loss=eval.loss"

@@ -1,8 +1,8 @@
 // The train tool end to end on a tiny synthetic shard set: outputs, exact resume after
 // SIGKILL, refusal of a changed config, clear errors. Torch-free (runs the binary).
 #include "catch.h"
-#include <chrono>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -317,7 +317,7 @@ TEST_CASE("train: a named backend with one rank runs its collectives and changes
   REQUIRE(a.size() == 4);
   CHECK(a == b);
   // A backend exported in the shell, without WORLD_SIZE, opens no rendezvous (one with this
-  // unreachable address would fail, or wait out the store's 5-minute timeout).
+  // unreachable address would fail, or wait out the store's timeout).
   auto exported = run("SHAPELAW_DIST_BACKEND=gloo MASTER_ADDR=203.0.113.1 " + base_args(tmp.path() + "/exported") + opts);
   INFO(exported.output);
   CHECK(exported.exit_code == 0);
