@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/head_loss.h"
+#include "model/recompute.h"
 #include "train/torch_compat.h"
 
 namespace shapelaw {
@@ -133,7 +134,8 @@ torch::Tensor TransformerImpl::hidden(const torch::Tensor& tokens) {
   TORCH_CHECK(tokens.size(1) <= config.seq_len, "sequence longer than seq_len");
   auto h = embed(tokens);
   const auto [cos_full, sin_full] = rope_full_tables(rope_cos, rope_sin, tokens.size(1));
-  for (auto& block : blocks) h = block(h, cos_full, sin_full);
+  const bool recompute = activation_checkpointing && is_training() && torch::GradMode::is_enabled();
+  for (auto& block : blocks) h = recompute ? recomputed_block(*block, h, cos_full, sin_full) : block(h, cos_full, sin_full);
   return final_norm(h);
 }
 

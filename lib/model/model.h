@@ -69,6 +69,9 @@ struct TransformerImpl : torch::nn::Module {
   void reset_parameters();
 
   ModelConfig config;
+  // Recompute each block in backward instead of keeping its activations (model/recompute.h);
+  // only while training with gradients on. Not part of the math: gradients are unchanged.
+  bool activation_checkpointing = false;
   torch::nn::Embedding embed{nullptr};
   std::vector<Block> blocks;
   Norm final_norm{nullptr};

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "train/flat_params.h"
 #include "train/torch_compat.h"
 #include "util/error.h"
 
@@ -92,6 +93,14 @@ struct Group {
 #endif
 #ifdef SHAPELAW_HAVE_GLOO
     gloo->broadcast(t, o)->wait();
+#endif
+  }
+  void allgather(std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in) {
+#ifdef SHAPELAW_HAVE_NCCL
+    if (nccl) return (void)nccl->allgather(out, in)->wait();
+#endif
+#ifdef SHAPELAW_HAVE_GLOO
+    gloo->allgather(out, in)->wait();
 #endif
   }
 };
@@ -255,6 +264,52 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& params, to
 #else
   (void)params;
   (void)loss_sum;
+#endif
+}
+
+void Distributed::all_gather_shards(const std::vector<torch::Tensor>& params, int64_t shard) const {
+  if (!group) return;
+#ifdef SHAPELAW_HAVE_C10D
+  torch::NoGradGuard no_grad;
+  auto* g = static_cast<Group*>(group.get());
+  std::vector<torch::Tensor> data;
+  for (auto& p : params) data.push_back(p.detach());
+  const int64_t total = total_numel(data);
+  const int64_t chunk = std::max<int64_t>(1, kBucketBytes / int64_t(sizeof(float)) / world);
+  const auto options = data.front().options();
+  for (int64_t offset = 0; offset < shard; offset += chunk) {
+    const int64_t len = std::min(chunk, shard - offset);
+    // each rank's piece of this chunk (the last rank's may run past the parameters: padding)
+    auto pack = [&](int r, torch::Tensor& buffer, bool into_buffer) {
+      const int64_t begin = std::min(total, int64_t(r) * shard + offset), end = std::min(total, begin + len);
+      for_each_flat_piece(data, begin, end, [&](torch::Tensor piece, int64_t at, size_t) {
+        auto slot = buffer.slice(0, at, at + piece.numel());
+        into_buffer ? slot.copy_(piece) : piece.copy_(slot);
+      });
+    };
+    std::vector<at::Tensor> in{torch::zeros({len}, options)};
+    pack(rank, in[0], true);
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (int r = 0; r < world; ++r) out[0].push_back(torch::empty({len}, options));
+    g->allgather(out, in);
+    for (int r = 0; r < world; ++r)
+      if (r != rank) pack(r, out[0][size_t(r)], false);
+  }
+#else
+  (void)params;
+  (void)shard;
+#endif
+}
+
+int64_t Distributed::sum(int64_t value, const torch::Device& device) const {
+  if (!group) return value;
+#ifdef SHAPELAW_HAVE_C10D
+  std::vector<at::Tensor> t{torch::full({1}, value, torch::TensorOptions().dtype(torch::kLong).device(device))};
+  static_cast<Group*>(group.get())->allreduce(t);
+  return t[0].item<int64_t>();
+#else
+  (void)device;
+  return value;
 #endif
 }
 

@@ -25,6 +25,12 @@ struct Distributed {
   void broadcast_parameters(const std::vector<torch::Tensor>& params) const;
   // mean of every gradient (bucketed all-reduce) and of the loss sum, across ranks
   void average_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) const;
+  // ZeRO: rank r holds the up-to-date values of [r*shard, (r+1)*shard) of the flattened
+  // params (train/flat_params.h); afterwards every rank holds all of them. Gathered in
+  // buckets of about 25 MB per rank.
+  void all_gather_shards(const std::vector<torch::Tensor>& params, int64_t shard) const;
+  // Sum of value over the ranks (a barrier that also agrees on a count, e.g. of failures).
+  int64_t sum(int64_t value, const torch::Device& device) const;
 };
 
 }  // namespace shapelaw

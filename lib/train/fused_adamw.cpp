@@ -84,31 +84,31 @@ void adamw_step(torch::optim::AdamW& optimizer, double clip_scale) {
   }
   for (auto& group : optimizer.param_groups()) {
     const auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
-    const double lr = o.lr(), beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+    const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay()};
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& state = state_of(optimizer, p);
       state.step(state.step() + 1);
-      const double correction1 = 1.0 - std::pow(beta1, double(state.step()));
-      const double correction2 = 1.0 - std::pow(beta2, double(state.step()));
-      const float decay = float(1.0 - lr * o.weight_decay()), b1 = float(beta1), b2 = float(beta2);
-      const float g_scale = float(clip_scale), one_minus_b1 = float(1.0 - beta1), one_minus_b2 = float(1.0 - beta2);
-      const float sqrt_correction2 = float(std::sqrt(correction2)), eps = float(o.eps());
-      const float step_size = float(lr / correction1);
-      float* param = p.data_ptr<float>();
-      const float* grad = p.grad().data_ptr<float>();
-      float* m = state.exp_avg().data_ptr<float>();
-      float* v = state.exp_avg_sq().data_ptr<float>();
       // written through raw pointers: tell autograd these tensors changed, as in-place ops would
       torch::autograd::impl::bump_version(p);
       torch::autograd::impl::bump_version(state.exp_avg());
       torch::autograd::impl::bump_version(state.exp_avg_sq());
-      at::parallel_for(0, p.numel(), /*grain_size=*/1 << 15, [&](int64_t begin, int64_t end) {
-        update_range(param + begin, grad + begin, m + begin, v + begin, end - begin,
-                     {decay, b1, b2, g_scale, one_minus_b1, one_minus_b2, sqrt_correction2, eps, step_size});
-      });
+      adamw_update(p.data_ptr<float>(), p.grad().data_ptr<float>(), state.exp_avg().data_ptr<float>(),
+                   state.exp_avg_sq().data_ptr<float>(), p.numel(), h, state.step(), clip_scale);
     }
   }
+}
+
+void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, const AdamWHyper& h, int64_t step,
+                  double clip_scale) {
+  const double correction1 = 1.0 - std::pow(h.beta1, double(step));
+  const double correction2 = 1.0 - std::pow(h.beta2, double(step));
+  const Coefficients c{float(1.0 - h.lr * h.weight_decay), float(h.beta1), float(h.beta2), float(clip_scale),
+                       float(1.0 - h.beta1), float(1.0 - h.beta2), float(std::sqrt(correction2)), float(h.eps),
+                       float(h.lr / correction1)};
+  at::parallel_for(0, n, /*grain_size=*/1 << 15, [&](int64_t begin, int64_t end) {
+    update_range(param + begin, grad + begin, m + begin, v + begin, end - begin, c);
+  });
 }
 
 }  // namespace shapelaw

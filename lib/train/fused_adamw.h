@@ -17,4 +17,13 @@ namespace shapelaw {
 // scales the gradients and calls optimizer.step().
 void adamw_step(torch::optim::AdamW& optimizer, double clip_scale);
 
+// One AdamW step of n contiguous fp32 elements (a parameter or a slice of one) at the
+// optimizer's 1-based step count, in the same arithmetic as adamw_step: ZeRO's shard
+// update (train/zero_optimizer.h) gives the same bits as the unsharded optimizer.
+struct AdamWHyper {
+  double lr, beta1, beta2, eps, weight_decay;
+};
+void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, const AdamWHyper& h, int64_t step,
+                  double clip_scale);
+
 }  // namespace shapelaw

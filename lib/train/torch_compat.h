@@ -12,6 +12,11 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
+// CUDA builds (lib/CMakeLists.txt defines SHAPELAW_HAVE_CUDA for a CUDA LibTorch): the
+// caching allocator's statistics. Debian's CPU LibTorch ships the header but no CUDA.
+#ifdef SHAPELAW_HAVE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 #define SHAPELAW_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||           \
@@ -92,6 +97,15 @@ class AutocastBf16 {
   bool enabled_;
 };
 
+// Whether bf16 autocast (AutocastBf16) is on: recomputation in backward turns it on again.
+inline bool cuda_autocast_enabled() {
+#if SHAPELAW_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(at::kCUDA);
+#else
+  return at::autocast::is_enabled();
+#endif
+}
+
 // RNG state of the default generators, for exact resume.
 inline torch::Tensor cpu_rng_state() { return at::detail::getDefaultCPUGenerator().get_state(); }
 inline void set_cpu_rng_state(const torch::Tensor& s) {
@@ -120,6 +134,33 @@ inline void cuda_synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());
 #else
   (void)device;  // 1.13 CPU builds: nothing to wait for (item() syncs on CUDA anyway)
+#endif
+}
+
+// Bytes the CUDA caching allocator has given to tensors on the run's GPU, now and at the
+// peak since the last reset (torch.cuda.memory_allocated / max_memory_allocated);
+// 0 without CUDA. Index 0 of the stat arrays is the aggregate over pools in every version.
+inline int64_t cuda_memory_allocated(const torch::Device& device) {
+#ifdef SHAPELAW_HAVE_CUDA
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_generator_device(device).index()).allocated_bytes[0].current;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+inline int64_t cuda_peak_memory_allocated(const torch::Device& device) {
+#ifdef SHAPELAW_HAVE_CUDA
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_generator_device(device).index()).allocated_bytes[0].peak;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+inline void cuda_reset_peak_memory(const torch::Device& device) {
+#ifdef SHAPELAW_HAVE_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_generator_device(device).index());
+#else
+  (void)device;
 #endif
 }
 

@@ -1,0 +1,81 @@
+#pragma once
+// What one training run needs per rank, before anything is allocated: the bytes of the
+// model state (weights, gradients, AdamW moments, with ZeRO sharding over the
+// data-parallel ranks), of the activations of one micro-batch (with and without
+// recomputation, for the attention kernel in use) and of the output head; the largest
+// micro-batch that fits a GPU; and the FLOPs, time and GPU-hours of the run.
+//
+// The terms follow what `train` allocates, tensor by tensor (docs/architecture.md,
+// "The memory plan"): state bytes exactly, activations as the tensors autograd saves.
+// Torch-free, so tools and tests can plan a 7B model on any machine.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model_config.h"
+
+namespace shapelaw {
+
+struct PlanOptions {
+  ModelConfig model;
+  int64_t micro_batch = 8;        // sequences per forward/backward per rank
+  int64_t batch_tokens = 262144;  // global batch, reached by accumulation
+  int64_t steps = 0;              // optimizer steps of the run
+  int world = 1;                  // data-parallel ranks
+  int zero = 0;                   // 0: plain data parallel; 1: moments sharded; 2: gradients too
+  bool activation_checkpointing = false;
+  bool cuda = false;              // --device cuda: fused (flash) attention, unfused head loss
+  bool bf16 = false;              // bf16 autocast (weights and optimizer stay fp32)
+  double gpu_memory = 80.0 * (1ull << 30);  // bytes per GPU the plan must fit in
+  double mfu = 0.40;              // model FLOPs utilization assumed for time and GPU-hours
+  double peak_flops = 989e12;     // per GPU (H100 SXM dense bf16)
+
+  void validate() const;  // throws Error naming the option
+};
+
+// Activations of one micro-batch, bytes per rank.
+struct ActivationBytes {
+  int64_t per_layer = 0;      // saved by one block for its backward
+  int64_t layer_input = 0;    // a block's input (what recomputation keeps per block)
+  int64_t layer_backward = 0;  // above per_layer at the peak of one block's backward
+  int64_t outside_blocks = 0;  // embedding output kept to the end, final norm
+  int64_t head = 0;           // peak of the output head and loss (logits and their gradient)
+  int64_t weight_copies = 0;  // bf16 autocast: the cached bf16 copies of the matmul weights
+  int64_t without_recompute = 0;  // peak over forward and backward
+  int64_t with_recompute = 0;
+};
+
+ActivationBytes activation_bytes(const PlanOptions& options, int64_t micro_batch);
+
+struct Plan {
+  PlanOptions options;
+  ParamCounts params;
+  int64_t sequences_per_rank = 0;  // per optimizer step
+  int64_t accumulation = 0;        // micro-batches per rank per step
+  int64_t steps = 0, tokens = 0;
+  // per rank, bytes
+  int64_t weights = 0, gradients = 0, moments = 0;
+  ActivationBytes activations;
+  int64_t activations_used = 0;  // with or without recompute, as the options say
+  int64_t peak = 0;              // state + activations_used
+  bool fits = false;             // peak <= gpu_memory
+  int64_t max_micro_batch = 0;   // largest divisor of sequences_per_rank that fits (0: none)
+  // compute
+  double model_flops_per_token = 0;  // model/model_config.h's flops_per_token
+  double flops_per_step = 0;         // executed, recomputation included
+  double flops_per_run = 0;
+  double seconds = 0, gpu_hours = 0;  // at mfu x peak_flops per GPU
+};
+
+// Throws Error when the batch does not divide into micro-batches and ranks.
+Plan make_plan(const PlanOptions& options);
+
+nlohmann::json to_json(const Plan& plan);
+std::string format_plan(const Plan& plan);  // the human table
+
+// "80GiB", "141GB", "85899345920": bytes; throws Error naming the text.
+double parse_byte_size(const std::string& text);
+std::string format_bytes(double bytes);  // "26.9 GB" (decimal units, as GPU vendors state)
+
+}  // namespace shapelaw

@@ -1,0 +1,97 @@
+#include "train/zero_optimizer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "train/flat_params.h"
+#include "util/error.h"
+
+namespace shapelaw {
+
+ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<double> weight_decay, double lr,
+                           double beta1, double beta2, double eps, const Distributed& dist)
+    : params_(std::move(params)), weight_decay_(std::move(weight_decay)), lr_(lr), beta1_(beta1), beta2_(beta2),
+      eps_(eps), dist_(dist) {
+  if (params_.empty() || params_.size() != weight_decay_.size())
+    throw Error("ZeRO optimizer: one weight decay per parameter tensor is needed");
+  total_ = total_numel(params_);
+  const int64_t shard = (total_ + dist_.world - 1) / dist_.world;
+  begin_ = std::min(total_, int64_t(dist_.rank) * shard);
+  end_ = std::min(total_, begin_ + shard);
+  auto options = params_.front().options().dtype(torch::kFloat32).requires_grad(false);
+  m_ = torch::zeros({end_ - begin_}, options);
+  v_ = torch::zeros({end_ - begin_}, options);
+}
+
+int64_t ShardedAdamW::state_bytes() const { return (m_.numel() + v_.numel()) * int64_t(sizeof(float)); }
+
+void ShardedAdamW::step(double clip_scale) {
+  torch::NoGradGuard no_grad;
+  ++steps_;
+  std::vector<torch::Tensor> data, grads;
+  for (auto& p : params_) {
+    if (!p.grad().defined()) throw Error("ZeRO optimizer: a parameter has no gradient (every one takes part in the loss)");
+    data.push_back(p.detach());
+    grads.push_back(p.grad());
+  }
+  for_each_flat_piece(data, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t i) {
+    const int64_t n = piece.numel();
+    const int64_t in_param = piece.storage_offset() - data[i].storage_offset();
+    torch::Tensor g = grads[i].reshape({-1}).slice(0, in_param, in_param + n);
+    torch::Tensor m = m_.slice(0, at, at + n), v = v_.slice(0, at, at + n);
+    const AdamWHyper h{lr_, beta1_, beta2_, eps_, weight_decay_[i]};
+    if (piece.device().is_cpu() && piece.scalar_type() == torch::kFloat32 && g.is_contiguous() &&
+        g.scalar_type() == torch::kFloat32) {
+      adamw_update(piece.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), n, h,
+                   steps_, clip_scale);
+      torch::autograd::impl::bump_version(params_[i]);
+    } else {  // e.g. CUDA: torch::optim::AdamW's operations, on the slice
+      const double c1 = 1.0 - std::pow(beta1_, double(steps_)), c2 = 1.0 - std::pow(beta2_, double(steps_));
+      torch::Tensor gs = g * clip_scale;
+      piece.mul_(1.0 - lr_ * weight_decay_[i]);
+      m.mul_(beta1_).add_(gs, 1.0 - beta1_);
+      v.mul_(beta2_).addcmul_(gs, gs, 1.0 - beta2_);
+      piece.addcdiv_(m, (v.sqrt() / std::sqrt(c2)).add_(eps_), -lr_ / c1);
+    }
+  });
+  dist_.all_gather_shards(params_, (total_ + dist_.world - 1) / dist_.world);
+}
+
+std::string ShardedAdamW::file_name(int rank) { return "optimizer-rank" + std::to_string(rank) + ".pt"; }
+
+void ShardedAdamW::save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  auto meta = torch::tensor({steps_, begin_, end_, total_, int64_t(dist_.world)}, torch::kLong);
+  try {
+    torch::save(std::vector<torch::Tensor>{meta, m_.cpu(), v_.cpu()}, tmp);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": cannot write the optimizer shard: " + e.what_without_backtrace());
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error(path + ": cannot rename the optimizer shard into place: " + ec.message());
+}
+
+void ShardedAdamW::load(const std::string& path) {
+  std::vector<torch::Tensor> saved;
+  try {
+    torch::load(saved, path);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": unreadable optimizer shard: " + e.what_without_backtrace());
+  }
+  if (saved.size() != 3 || saved[0].numel() != 5) throw Error(path + ": not a ZeRO optimizer shard");
+  auto meta = saved[0].to(torch::kLong);
+  const int64_t begin = meta[1].item<int64_t>(), end = meta[2].item<int64_t>(), total = meta[3].item<int64_t>();
+  const int64_t world = meta[4].item<int64_t>();
+  if (world != dist_.world || total != total_ || begin != begin_ || end != end_)
+    throw Error(path + ": the shard holds elements [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " +
+                std::to_string(total) + " parameters over " + std::to_string(world) + " ranks; this rank needs [" +
+                std::to_string(begin_) + ", " + std::to_string(end_) + ") of " + std::to_string(total_) + " over " +
+                std::to_string(dist_.world) + " (resume with the same world size)");
+  steps_ = meta[0].item<int64_t>();
+  m_.copy_(saved[1]);
+  v_.copy_(saved[2]);
+}
+
+}  // namespace shapelaw

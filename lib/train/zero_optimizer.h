@@ -1,0 +1,48 @@
+#pragma once
+// ZeRO stage 1 (Rajbhandari et al. 2019) over the data-parallel group: the parameters,
+// in model order, are seen as one flat vector of P elements; rank r keeps the AdamW
+// moments of its slice [r*S, min((r+1)*S, P)), S = ceil(P / world), and after the
+// gradients are averaged it updates only that slice of the parameters, then every rank
+// all-gathers the updated slices. Moments per rank: 8 * S bytes instead of 8 * P.
+// The update is AdamW's arithmetic element by element (train/fused_adamw.h), so the
+// parameters equal those of the unsharded optimizer bit for bit.
+// Checkpoints: each rank saves its own slice (optimizer-rank<r>.pt, see docs/formats.md);
+// loading checks that the slice is the same one (same world size and parameter count).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "train/distributed.h"
+#include "train/fused_adamw.h"
+
+namespace shapelaw {
+
+class ShardedAdamW {
+ public:
+  // params with their weight decay (the decay / no-decay groups, per tensor)
+  ShardedAdamW(std::vector<torch::Tensor> params, std::vector<double> weight_decay, double lr, double beta1,
+               double beta2, double eps, const Distributed& dist);
+  void set_lr(double lr) { lr_ = lr; }
+  // One step of this rank's slice with gradients multiplied by clip_scale (gradients
+  // already averaged over the ranks), then the all-gather of the parameters.
+  void step(double clip_scale);
+  int64_t state_bytes() const;  // the moments this rank holds
+  int64_t shard_begin() const { return begin_; }
+  int64_t shard_end() const { return end_; }
+  // One file per rank, written to path atomically (temporary name, then rename).
+  void save(const std::string& path) const;
+  void load(const std::string& path);  // throws Error naming the file and what differs
+  static std::string file_name(int rank);
+
+ private:
+  std::vector<torch::Tensor> params_;
+  std::vector<double> weight_decay_;
+  double lr_, beta1_, beta2_, eps_;
+  const Distributed& dist_;
+  int64_t total_ = 0, begin_ = 0, end_ = 0, steps_ = 0;
+  torch::Tensor m_, v_;  // [end - begin] fp32 on the parameters' device
+};
+
+}  // namespace shapelaw
