@@ -1,6 +1,6 @@
 #include "model/recompute.h"
 
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 
 namespace shapelaw {
 namespace {

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "compat/torch_compat.h"
 #include "train/flat_params.h"
-#include "train/torch_compat.h"
 #include "util/error.h"
 
 // Gloo process groups need the gloo headers that ProcessGroupGloo.hpp includes: Debian's

@@ -6,7 +6,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 
 namespace shapelaw {
 namespace {
