@@ -7,14 +7,18 @@
 #      the resumed losses against an uninterrupted run (GPU kernels need not be bit-exact)
 #   3. the data-parallel backend (NCCL) end to end on one rank (WORLD_SIZE=1 with
 #      SHAPELAW_DIST_BACKEND): its losses against the plain run's
-#   4. bf16 tokens/s and MFU of train beside bench/train_reference.py, mid and large shapes
-#   5. time permitting (BUDGET_S), the whole C++ test suite built against this LibTorch
+#   4. ZeRO-1 (--zero 1) over that backend on one rank, and activation recomputation
+#      (--activation-checkpointing) on CUDA: their losses against the plain run's
+#   5. the memory plan (train --plan) beside the peak the caching allocator measured
+#      (summary.json "memory"), with and without recomputation, mid shape
+#   6. bf16 tokens/s and MFU of train beside bench/train_reference.py, mid and large shapes
+#   7. time permitting (BUDGET_S), the whole C++ test suite built against this LibTorch
 # A GPU image lacks sentencepiece, zstd, Eigen, CLI11, nlohmann-json and Catch2 and cannot
 # fetch them: scripts/gpu-deps fetches them beforehand into .gpu-deps/ (carry it); they are
 # unpacked under a private prefix here.
 # Usage: scripts/gpu-check.sh [--no-tests]
-#   env: PYTHON (python3), GPU_BUILD (build-gpu), GPU_DEPS (.gpu-deps), BUDGET_S (360: step 5
-#        runs only if 150 s of it are left; steps 1-4 have per-command timeouts),
+#   env: PYTHON (python3), GPU_BUILD (build-gpu), GPU_DEPS (.gpu-deps), BUDGET_S (360: step 7
+#        runs only if 150 s of it are left; steps 1-6 have per-command timeouts),
 #        GPU_CHECK_DEVICE (cuda; "cpu" rehearses every step on a CPU machine with small shapes)
 # Lines starting "gpu-check" are the record; with $OUT set (the device tool), the whole
 # log is also written to $OUT/gpu-check.log.
@@ -181,7 +185,45 @@ else
   say "$backend on one rank FAILED:"; tail -5 "$work/smoke.log"
 fi
 
-# --- 4. throughput beside the PyTorch reference --------------------------------------------
+# --- 4. ZeRO-1 over the backend on one rank; activation recomputation ----------------------
+if SHAPELAW_DIST_BACKEND=$backend WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29518 \
+    run_smoke "$work/zero1" --checkpoint-every 0 --zero 1; then
+  compare_losses "ZeRO-1 over $backend on one rank vs plain AdamW" "$work/straight" "$work/zero1" 1 || die "ZeRO-1 comparison"
+else
+  say "ZeRO-1 over $backend on one rank FAILED:"; tail -5 "$work/smoke.log"
+fi
+if run_smoke "$work/recompute" --checkpoint-every 0 --activation-checkpointing; then
+  compare_losses "activation recomputation vs plain" "$work/straight" "$work/recompute" 1 || die "recompute comparison"
+else
+  say "activation recomputation FAILED:"; tail -5 "$work/smoke.log"
+fi
+
+# --- 5. the memory plan beside the measured peak -----------------------------------------
+set -- ${shapes[0]}
+plan_shape=(--depth "$2" --width "$3" --seq-len "$4" --micro-batch "$5" --batch-tokens $(( $5 * $4 * 2 )))
+for recompute in "" --activation-checkpointing; do
+  label="memory ${1}${recompute:+ recomputed}"
+  args=("${common[@]}" "${plan_shape[@]}" --steps 3 --checkpoint-every 0 --log-every 0 $recompute)
+  if timeout 120 "$T" "${args[@]}" --out "$work/plan-$1$recompute" 2>>"$work/smoke.log" \
+      && "$T" "${args[@]}" --plan --format json >"$work/plan-$1$recompute.json" 2>>"$work/smoke.log"; then
+    "$PYTHON" - "$work/plan-$1$recompute/summary.json" "$work/plan-$1$recompute.json" "$label" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+p = json.load(open(sys.argv[2]))["bytes_per_rank"]
+meas = m["measured"]
+state = {k: meas[k] for k in ("weights", "gradients", "optimizer_state")}
+print(f"gpu-check: {sys.argv[3]}: plan peak {p['peak'] / 1e9:.3f} GB (activations {p['activations']['used'] / 1e9:.3f}), "
+      f"measured peak {meas['peak'] / 1e9:.3f} GB (activations {meas['activations'] / 1e9:.3f}), "
+      f"plan/measured {p['peak'] / max(meas['peak'], 1):.2f}; state plan "
+      f"{p['weights']}/{p['gradients']}/{p['optimizer_moments']} B, measured "
+      f"{state['weights']}/{state['gradients']}/{state['optimizer_state']} B")
+PY
+  else
+    say "$label FAILED:"; tail -5 "$work/smoke.log"
+  fi
+done
+
+# --- 6. throughput beside the PyTorch reference --------------------------------------------
 for shape in "${shapes[@]}"; do
   set -- $shape
   name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * 2 ))
@@ -204,7 +246,7 @@ PY
     || say "$name reference FAILED"
 done
 
-# --- 5. the test suite against this LibTorch ----------------------------------------------
+# --- 7. the test suite against this LibTorch ----------------------------------------------
 left=$(( BUDGET_S - ($(date +%s) - t0) ))
 if [ "$TESTS" = 1 ] && [ "$left" -gt 150 ]; then
   say "building the tests ($left s of the budget left)"

@@ -9,9 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/distributed.h"
-#include "train/synthetic_data.h"
 #include "compat/torch_compat.h"
+#include "plan/layout.h"
+#include "plan/memory_plan.h"
+#include "shards/dataset.h"
+#include "train/distributed.h"
+#include "train/run_plan.h"
+#include "train/synthetic_data.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
@@ -29,7 +33,37 @@ Re-running the same command on the same --out continues from the newest complete
 checkpoint; a changed configuration is refused.
 Data parallel: launch with torchrun --no-python --nproc-per-node N train ... (RANK,
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; loopback:29500 by default) or under
-srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; set MASTER_ADDR for several nodes).)";
+srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; set MASTER_ADDR for several nodes).
+--plan: the same flags as a run; prints per rank the bytes of weights, gradients,
+AdamW moments and activations, the largest micro-batch that fits --gpu-memory, and
+FLOPs, time and GPU-hours at --mfu of --peak; allocates nothing, connects to nothing.
+--plan-grid GRID: one line per grid row (its flags after the others) with the layout
+that fits by construction (GPUs up to --plan-gpus, ZeRO-1, recomputation, micro-batch
+at most --micro-batch), and the totals; --format make prints RUN:GPUS:FITS:FLAGS.)";
+
+// `train --plan`: what the run would need, without running it.
+struct PlanRequest {
+  bool plan = false;
+  int world_size = 0;  // 0: the launcher's environment
+  std::string gpu_memory = "80GiB", format = "human", grid;
+  double mfu = 0.40, peak = 989e12;
+  int gpus = 1;
+};
+
+void add_plan_options(CLI::App& app, PlanRequest& r) {
+  const char* group = "Plan (--plan)";
+  app.add_flag("--plan", r.plan, "print the memory and cost plan of the run and exit (nothing is allocated)")->group(group);
+  app.add_option("--world-size", r.world_size, "data-parallel ranks to plan for (default: WORLD_SIZE / SLURM_NTASKS)")
+      ->group(group);
+  app.add_option("--gpu-memory", r.gpu_memory, "memory per GPU the plan must fit (80GiB, 141GB, bytes)")
+      ->capture_default_str()->group(group);
+  app.add_option("--mfu", r.mfu, "utilization of --peak assumed for time and GPU-hours")->capture_default_str()->group(group);
+  app.add_option("--peak", r.peak, "peak FLOP/s per GPU (default: H100 dense bf16)")->capture_default_str()->group(group);
+  app.add_option("--format", r.format, "human | json (| make with --plan-grid)")->capture_default_str()->group(group);
+  app.add_option("--plan-grid", r.grid, "plan every row of a study grid file (pipelines/grids/*.grid)")->group(group);
+  app.add_option("--plan-gpus", r.gpus, "GPUs a grid row may take (1, 2, 4, ... up to this)")->capture_default_str()
+      ->group(group);
+}
 
 // One CLI option per row of the option tables (train/train_config.h, model/model_config.h).
 template <class T>
@@ -60,55 +94,124 @@ void add_options(CLI::App& app, shapelaw::TrainConfig& c) {
   app.add_option("--debug-kill-phase", c.debug_kill_phase, "testing: step | checkpoint")->group("");
 }
 
+// Parses a train command line (argv[0] is the program): returns -1 to go on, else the
+// exit code (--help, --version, a parse error).
+int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConfig& config, PlanRequest& plan,
+                       std::string& synthetic_dir, uint64_t& synthetic_tokens) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  const int argc = int(argv.size());
+  config = shapelaw::TrainConfig{};
+  config.model.vocab_size = 0;  // from the manifest unless given
+  // pass 1: only --config, so the file's values become the defaults of pass 2
+  {
+    CLI::App pre;
+    pre.allow_extras();
+    pre.set_help_flag();
+    std::string config_path;
+    pre.add_option("--config", config_path);
+    try {
+      pre.parse(argc, argv.data());
+    } catch (const CLI::ParseError&) {
+    }
+    if (!config_path.empty()) {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(shapelaw::read_file(config_path));
+      } catch (const nlohmann::json::exception& e) {
+        throw shapelaw::Error(config_path + ": invalid JSON: " + e.what());
+      }
+      config = shapelaw::train_config_from_json(j);
+      if (!j.contains("model") || !j["model"].contains("vocab_size")) config.model.vocab_size = 0;
+    }
+  }
+  CLI::App app{"Train one depth x width decoder-only transformer on token shards (LibTorch)."};
+  app.set_version_flag("--version", shapelaw::tool_version("train") + "\nLibTorch " + shapelaw::compat::torch_version() +
+                                         "\nBLAS: " + shapelaw::blas_description() +
+                                         "\ndata parallel: " + (shapelaw::Distributed::available()
+                                                                      ? shapelaw::Distributed::backends()
+                                                                      : std::string("none (single process only)")));
+  app.footer(kFooter);
+  std::string config_path;
+  app.add_option("--config", config_path, "JSON file of options (keys as summary.json's \"config\")");
+  add_options(app, config);
+  add_plan_options(app, plan);
+  app.add_option("--make-synthetic-shards", synthetic_dir,
+                 "write a shard set of random tokens (vocab --vocab-size, default 50257) to DIR and exit");
+  app.add_option("--synthetic-tokens", synthetic_tokens, "tokens in --make-synthetic-shards")->capture_default_str();
+  try {
+    app.parse(argc, argv.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return -1;
+}
+
+shapelaw::PlanOptions plan_for(shapelaw::TrainConfig config, const PlanRequest& r, int world) {
+  if (config.model.vocab_size == 0) {
+    if (config.data.empty()) throw shapelaw::Error("--plan: give --vocab-size (or --data with a manifest)");
+    config.model.vocab_size = int64_t(shapelaw::TokenDataset::open(config.data).vocab_size());
+  }
+  shapelaw::PlanOptions o = shapelaw::plan_options(config, world);
+  o.gpu_memory = shapelaw::parse_byte_size(r.gpu_memory);
+  o.mfu = r.mfu;
+  o.peak_flops = r.peak;
+  return o;
+}
+
+int print_plan(const std::vector<std::string>& args, const shapelaw::TrainConfig& config, const PlanRequest& r) {
+  if (r.format != "human" && r.format != "json" && !(r.format == "make" && !r.grid.empty()))
+    throw shapelaw::Error("--format '" + r.format + "': expected human or json (or make, with --plan-grid)");
+  if (r.grid.empty()) {
+    const int world = r.world_size > 0 ? r.world_size : shapelaw::Distributed::world_from_env();
+    const shapelaw::Plan plan = shapelaw::make_plan(plan_for(config, r, world));
+    std::fputs(r.format == "json" ? (shapelaw::to_json(plan).dump(2) + "\n").c_str() : shapelaw::format_plan(plan).c_str(),
+               stdout);
+    return 0;
+  }
+  std::vector<shapelaw::GridRow> rows;
+  for (const auto& line : shapelaw::read_grid(r.grid)) {
+    std::vector<std::string> row_args = args;
+    row_args.insert(row_args.end(), line.train_args.begin(), line.train_args.end());
+    shapelaw::TrainConfig row;
+    PlanRequest ignored;
+    std::string synthetic;
+    uint64_t tokens = 0;
+    if (parse_command_line(row_args, row, ignored, synthetic, tokens) >= 0)
+      throw shapelaw::Error(shapelaw::located(r.grid, line.line, "the row's flags do not parse"));
+    try {
+      rows.push_back({line.run, shapelaw::choose_layout(plan_for(row, r, 1), r.gpus)});
+    } catch (const shapelaw::Error& e) {
+      throw shapelaw::Error(shapelaw::located(r.grid, line.line, e.what()));
+    }
+  }
+  if (r.format == "json") {
+    std::fputs((shapelaw::grid_json(rows).dump(2) + "\n").c_str(), stdout);
+  } else if (r.format == "make") {  // one word per run for make: RUN:GPUS:FITS:FLAG,FLAG,...
+    for (auto& row : rows) {
+      std::string flags = shapelaw::layout_flags(row.plan);
+      for (auto& c : flags)
+        if (c == ' ') c = ',';
+      std::printf("%s:%d:%s:%s\n", row.run.c_str(), row.plan.options.world, row.plan.fits ? "yes" : "no", flags.c_str());
+    }
+  } else {
+    std::fputs(shapelaw::format_grid(rows).c_str(), stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   shapelaw::tune_cpu_runtime("train", argv);
   return shapelaw::tool_main("train", [&]() -> int {
+    const std::vector<std::string> args(argv, argv + argc);
     shapelaw::TrainConfig config;
-    config.model.vocab_size = 0;  // from the manifest unless given
-    // pass 1: only --config, so the file's values become the defaults of pass 2
-    {
-      CLI::App pre;
-      pre.allow_extras();
-      pre.set_help_flag();
-      std::string config_path;
-      pre.add_option("--config", config_path);
-      try {
-        pre.parse(argc, argv);
-      } catch (const CLI::ParseError&) {
-      }
-      if (!config_path.empty()) {
-        nlohmann::json j;
-        try {
-          j = nlohmann::json::parse(shapelaw::read_file(config_path));
-        } catch (const nlohmann::json::exception& e) {
-          throw shapelaw::Error(config_path + ": invalid JSON: " + e.what());
-        }
-        config = shapelaw::train_config_from_json(j);
-        if (!j.contains("model") || !j["model"].contains("vocab_size")) config.model.vocab_size = 0;
-      }
-    }
-    CLI::App app{"Train one depth x width decoder-only transformer on token shards (LibTorch)."};
-    app.set_version_flag("--version", shapelaw::tool_version("train") + "\nLibTorch " + shapelaw::compat::torch_version() +
-                                           "\nBLAS: " + shapelaw::blas_description() +
-                                           "\ndata parallel: " + (shapelaw::Distributed::available()
-                                                                        ? shapelaw::Distributed::backends()
-                                                                        : std::string("none (single process only)")));
-    app.footer(kFooter);
-    std::string config_path;
-    app.add_option("--config", config_path, "JSON file of options (keys as summary.json's \"config\")");
-    add_options(app, config);
+    PlanRequest plan;
     std::string synthetic_dir;
     uint64_t synthetic_tokens = 4'000'000;
-    app.add_option("--make-synthetic-shards", synthetic_dir,
-                   "write a shard set of random tokens (vocab --vocab-size, default 50257) to DIR and exit");
-    app.add_option("--synthetic-tokens", synthetic_tokens, "tokens in --make-synthetic-shards")->capture_default_str();
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      return app.exit(e);
-    }
+    if (int code = parse_command_line(args, config, plan, synthetic_dir, synthetic_tokens); code >= 0) return code;
+    if (plan.plan || !plan.grid.empty()) return print_plan(args, config, plan);
     if (!synthetic_dir.empty()) {
       auto vocab = config.model.vocab_size > 0 ? config.model.vocab_size : 50257;
       shapelaw::write_synthetic_shards(synthetic_dir, synthetic_tokens, uint32_t(vocab), config.seed);

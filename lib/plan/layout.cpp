@@ -70,7 +70,7 @@ std::string format_grid(const std::vector<GridRow>& rows) {
                   o.model.depth, o.model.width, fmt("%.3g", double(p.params.total)).c_str(),
                   fmt("%.3g", double(p.tokens)).c_str(), o.world, (long long)o.micro_batch,
                   o.activation_checkpointing ? "yes" : "no", o.zero, format_bytes(double(p.peak)).c_str(),
-                  p.fits ? "yes" : "NO", fmt("%.0f", p.gpu_hours).c_str());
+                  p.fits ? "yes" : "NO", fmt(p.gpu_hours < 10 ? "%.1f" : "%.0f", p.gpu_hours).c_str());
     s += buf;
     params += double(p.params.total);
     tokens += double(p.tokens);

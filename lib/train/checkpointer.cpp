@@ -64,8 +64,8 @@ std::vector<std::string> config_differences(const json& a, const json& b, const 
   return out;
 }
 
-Checkpointer::Checkpointer(std::string out_dir, int keep, bool leader)
-    : dir_(std::move(out_dir) + "/checkpoints"), keep_(keep), leader_(leader) {}
+Checkpointer::Checkpointer(std::string out_dir, int keep, const Distributed& dist)
+    : dir_(std::move(out_dir) + "/checkpoints"), keep_(keep), dist_(&dist), leader_(dist.rank == 0) {}
 
 std::vector<std::pair<int64_t, std::string>> Checkpointer::complete() const {
   std::vector<std::pair<int64_t, std::string>> found;
@@ -79,8 +79,8 @@ std::vector<std::pair<int64_t, std::string>> Checkpointer::complete() const {
   return found;
 }
 
-bool Checkpointer::resume(Transformer& model, torch::optim::Optimizer& optimizer, const torch::Device& device,
-                          const RunIdentity& id, TrainState& st) const {
+bool Checkpointer::resume(Transformer& model, Optimizer& optimizer, const torch::Device& device, const RunIdentity& id,
+                          TrainState& st) const {
   auto ckpts = complete();
   if (ckpts.empty()) return false;
   const std::string dir = ckpts.back().second;
@@ -111,7 +111,7 @@ bool Checkpointer::resume(Transformer& model, torch::optim::Optimizer& optimizer
                 id.data_manifest_sha256.substr(0, 12) + "…)");
   try {
     torch::load(model, dir + "/model.pt", device);
-    torch::load(optimizer, dir + "/optimizer.pt", device);
+    optimizer.load(dir + "/" + optimizer.file_name(optimizer.sharded() ? dist_->rank : 0), device);
     std::vector<torch::Tensor> rng;
     torch::load(rng, dir + "/rng.pt");
     compat::set_cpu_rng_state(rng.at(0));
@@ -128,16 +128,39 @@ bool Checkpointer::resume(Transformer& model, torch::optim::Optimizer& optimizer
   return true;
 }
 
-void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& model, torch::optim::Optimizer& optimizer,
+void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& model, const Optimizer& optimizer,
                         const torch::Device& device, const RunIdentity& id, const json& config,
                         const std::function<void()>& before_rename) const {
-  if (!leader_) return;
+  const bool sharded = optimizer.sharded();
+  if (!leader_ && !sharded) return;
   const std::string final_dir = dir_ + "/" + checkpoint_name(st.step);
-  const std::string tmp = dir_ + "/.tmp-" + checkpoint_name(st.step) + "-" + std::to_string(::getpid());
-  fs::remove_all(tmp);
-  make_directories(tmp);
+  const std::string tmp = dir_ + "/.tmp-" + checkpoint_name(st.step) + (sharded ? "" : "-" + std::to_string(::getpid()));
+  if (leader_) {
+    fs::remove_all(tmp);
+    make_directories(tmp);
+  }
+  if (sharded) {
+    dist_->sum(0, device);  // the directory exists for every rank
+    int failed = 0;
+    std::string why;
+    try {
+      const std::string path = tmp + "/" + optimizer.file_name(dist_->rank);
+      optimizer.save(path);
+      fsync_path(path);
+    } catch (const std::exception& e) {
+      failed = 1, why = e.what();
+    }
+    const int64_t failures = dist_->sum(failed, device);
+    if (failed) throw Error(why);
+    if (failures > 0)
+      throw Error(tmp + ": " + std::to_string(failures) + " rank(s) could not write their optimizer slice; not completed");
+    if (!leader_) return;
+  } else {
+    const std::string path = tmp + "/" + optimizer.file_name(0);
+    optimizer.save(path);
+    fsync_path(path);
+  }
   torch_save(model, tmp + "/model.pt");
-  torch_save(optimizer, tmp + "/optimizer.pt");
   std::vector<torch::Tensor> rng{compat::cpu_rng_state()};
   if (device.is_cuda()) rng.push_back(compat::cuda_rng_state(device));
   torch_save(rng, tmp + "/rng.pt");
@@ -176,7 +199,8 @@ void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& 
 
 // ---------------------------------------------------------------- readers (checkpoint.h)
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir) {
-  return Checkpointer(out_dir, 1, false).complete();
+  static const Distributed reader;  // rank 0 of 1: reads only
+  return Checkpointer(out_dir, 1, reader).complete();
 }
 
 json read_checkpoint_state(const std::string& checkpoint_dir) {

@@ -5,6 +5,9 @@
 // without COMPLETE is ignored and removed. Resume restores model, optimizer moments,
 // step, tokens, data cursor, losses and every RNG, after checking that the checkpoint
 // was made by the same configuration, data, world size and parameter groups.
+// With ZeRO (--zero 1) every rank also writes its optimizer slice, optimizer-rank<r>.pt,
+// into the same temporary directory (.tmp-step_<n>, named alike on every rank); rank 0
+// renames it and writes COMPLETE only after every rank has reported its slice written.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -15,6 +18,8 @@
 
 #include "model/model.h"
 #include "shards/dataset.h"
+#include "train/distributed.h"
+#include "train/optimizer.h"
 
 namespace shapelaw {
 
@@ -36,23 +41,25 @@ struct RunIdentity {
 
 class Checkpointer {
  public:
-  Checkpointer(std::string out_dir, int keep, bool leader);
+  Checkpointer(std::string out_dir, int keep, const Distributed& dist);
   const std::string& dir() const { return dir_; }
   std::vector<std::pair<int64_t, std::string>> complete() const;  // (step, dir), oldest first
 
   // Loads the newest complete checkpoint into model, optimizer and the RNGs after
   // checking it against `id`; false when there is none. Throws Error on a mismatch.
-  bool resume(Transformer& model, torch::optim::Optimizer& optimizer, const torch::Device& device,
-              const RunIdentity& id, TrainState& state) const;
-  // Rank 0 only (others return at once). wall_seconds: the run's time so far; `config`
-  // is the full config (recorded); before_rename is a testing hook (SIGKILL inside the write).
-  void save(const TrainState& state, double wall_seconds, Transformer& model, torch::optim::Optimizer& optimizer,
+  bool resume(Transformer& model, Optimizer& optimizer, const torch::Device& device, const RunIdentity& id,
+              TrainState& state) const;
+  // Called by every rank; without ZeRO only rank 0 writes. wall_seconds: the run's time
+  // so far; `config` is the full config (recorded); before_rename is a testing hook
+  // (SIGKILL inside the write).
+  void save(const TrainState& state, double wall_seconds, Transformer& model, const Optimizer& optimizer,
             const torch::Device& device, const RunIdentity& id, const nlohmann::json& config,
             const std::function<void()>& before_rename = {}) const;
 
  private:
   std::string dir_;
   int keep_;
+  const Distributed* dist_;  // null: a reader (list_checkpoints)
   bool leader_;
 };
 

@@ -160,9 +160,11 @@ std::string Distributed::backends() {
   return list;
 }
 
+int Distributed::world_from_env() { return env_int("WORLD_SIZE", "SLURM_NTASKS", 1); }
+
 Distributed Distributed::from_env(const std::string& device) {
   Distributed d;
-  d.world = env_int("WORLD_SIZE", "SLURM_NTASKS", 1);
+  d.world = world_from_env();
   d.rank = env_int("RANK", "SLURM_PROCID", 0);
   d.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID", 0);
   if (d.world < 1 || d.rank < 0 || d.rank >= d.world)

@@ -1,13 +1,18 @@
 #include "train/optimizer.h"
 
+#include <filesystem>
+
 #include "model/parameterization.h"
 #include "train/fused_adamw.h"
+#include "util/error.h"
 
 namespace shapelaw {
 
-Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c) {
+Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c, const Distributed& dist) {
   const Multipliers m = parameterization_multipliers(c.model);
   std::vector<std::vector<torch::Tensor>> tensors;
+  std::vector<torch::Tensor> in_order;
+  std::vector<ShardSettings> settings;
   for (auto& item : model.named_parameters()) {
     const GroupRule& rule = rule_for_parameter(m, item.key(), int(item.value().dim()));
     const double lr_mult = rule.lr, wd = rule.weight_decay == 0 ? 0.0 : c.weight_decay * rule.weight_decay,
@@ -24,6 +29,12 @@ Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c) {
     groups_[g].names.push_back(item.key());
     groups_[g].numel += item.value().numel();
     tensors[g].push_back(item.value());
+    in_order.push_back(item.value());
+    settings.push_back({lr_mult, wd, eps});
+  }
+  if (c.zero >= 1) {
+    sharded_ = std::make_unique<ShardedAdamW>(in_order, settings, c.beta1, c.beta2, dist);
+    return;
   }
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -37,12 +48,50 @@ Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c) {
 }
 
 void Optimizer::set_lr(double base_lr) {
+  if (sharded_) return sharded_->set_lr(base_lr);
   auto& param_groups = adamw_->param_groups();
   for (size_t g = 0; g < param_groups.size(); ++g)
     static_cast<torch::optim::AdamWOptions&>(param_groups[g].options()).lr(base_lr * groups_[g].lr_mult);
 }
 
-void Optimizer::step(double clip_scale) { adamw_step(*adamw_, clip_scale); }
+void Optimizer::step(double clip_scale) {
+  if (sharded_) return sharded_->step(clip_scale);
+  adamw_step(*adamw_, clip_scale);
+}
+
+int64_t Optimizer::state_bytes() const {
+  if (sharded_) return sharded_->state_bytes();
+  int64_t bytes = 0;
+  for (auto& entry : adamw_->state()) {
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*entry.second);
+    for (const torch::Tensor& t : {s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()})
+      if (t.defined()) bytes += t.numel() * int64_t(t.element_size());
+  }
+  return bytes;
+}
+
+std::string Optimizer::file_name(int rank) const {
+  if (sharded_) return ShardedAdamW::file_name(rank);
+  return rank == 0 ? "optimizer.pt" : "";
+}
+
+void Optimizer::save(const std::string& path) const {
+  if (sharded_) return sharded_->save(path);
+  try {
+    torch::save(*adamw_, path);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": cannot write checkpoint file: " + e.what_without_backtrace());
+  }
+}
+
+void Optimizer::load(const std::string& path, const torch::Device& device) {
+  if (sharded_) {
+    if (!std::filesystem::exists(path))
+      throw Error(path + ": missing (a checkpoint written without --zero, or by another number of ranks)");
+    return sharded_->load(path);
+  }
+  torch::load(*adamw_, path, device);
+}
 
 nlohmann::json Optimizer::groups_json() const {
   nlohmann::json out = nlohmann::json::array();

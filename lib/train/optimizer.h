@@ -4,6 +4,8 @@
 // eps multipliers; tensors whose settings coincide share one group, so SP has the
 // classic two (matrices decayed, vectors not). Each step sets every group's lr to the
 // schedule's base lr times its multiplier, then takes one (fused on CPU) AdamW step.
+// With --zero 1 the same groups' settings drive a sharded AdamW (train/zero_optimizer.h):
+// this rank keeps the moments of its slice of the parameters only.
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,7 +14,9 @@
 #include <torch/torch.h>
 
 #include "model/model.h"
+#include "train/distributed.h"
 #include "train/train_config.h"
+#include "train/zero_optimizer.h"
 
 namespace shapelaw {
 
@@ -25,16 +29,23 @@ struct OptimizerGroup {
 
 class Optimizer {
  public:
-  Optimizer(TransformerImpl& model, const TrainConfig& config);
+  Optimizer(TransformerImpl& model, const TrainConfig& config, const Distributed& dist);
   void set_lr(double base_lr);
   void step(double clip_scale);  // gradients times clip_scale, one AdamW step
-  torch::optim::AdamW& adamw() { return *adamw_; }
   const std::vector<OptimizerGroup>& groups() const { return groups_; }
   nlohmann::json groups_json() const;  // summary.json "param_groups", checked on resume
+  bool sharded() const { return bool(sharded_); }
+  int64_t state_bytes() const;  // the moments this rank holds, counted from its tensors
+  // The checkpoint file of this rank's optimizer state: optimizer.pt (rank 0 only; ""
+  // for the others), or with ZeRO optimizer-rank<r>.pt, every rank its own slice.
+  std::string file_name(int rank) const;
+  void save(const std::string& path) const;
+  void load(const std::string& path, const torch::Device& device);
 
  private:
   std::vector<OptimizerGroup> groups_;
   std::unique_ptr<torch::optim::AdamW> adamw_;
+  std::unique_ptr<ShardedAdamW> sharded_;
 };
 
 }  // namespace shapelaw

@@ -47,6 +47,8 @@ struct TrainConfig {
   int threads = 0;                // intra-op threads on CPU (0: all cores)
   int prefetch = 4;               // micro-batches buffered by the loader thread
   double peak_flops = 0;          // MFU denominator; 0 = measure a matmul peak at start
+  int zero = 0;                   // 1: AdamW moments sharded over the data-parallel ranks (ZeRO-1)
+  bool activation_checkpointing = false;  // recompute each block in backward (model/recompute.h)
   // testing hooks: SIGKILL self at this step, "step" (after the step) or "checkpoint"
   // (inside the checkpoint write, before its rename)
   int64_t debug_kill_at_step = 0;
@@ -115,6 +117,15 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"prefetch", "--prefetch", "micro-batches read ahead by the loader thread", false, true}, c.prefetch);
   f(OptionInfo{"peak_flops", "--peak-flops", "MFU denominator (0: measure a matmul peak at start)", false, false},
     c.peak_flops);
+  // memory: the same math (bit for bit on CPU); ZeRO changes the checkpoint's optimizer files
+  f(OptionInfo{"zero", "--zero",
+               "0: plain data parallel; 1: each rank keeps the AdamW moments of 1/world of the parameters (ZeRO-1)",
+               true, true},
+    c.zero);
+  f(OptionInfo{"activation_checkpointing", "--activation-checkpointing",
+               "keep only each block's input, recompute the block in backward (less memory, ~1/3 more compute)",
+               false, false},
+    c.activation_checkpointing);
 }
 
 nlohmann::json to_json(const TrainConfig& c);

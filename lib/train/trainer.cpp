@@ -21,9 +21,11 @@
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/evaluate.h"
+#include "train/memory_meter.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/prefetch.h"
+#include "train/run_plan.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
@@ -81,6 +83,17 @@ torch::Tensor accumulate_gradients(Transformer& model, Prefetcher& prefetch, con
   return loss_sum;
 }
 
+// What this rank holds after a step, counted from the tensors themselves.
+MeasuredMemory measure_state(const std::vector<torch::Tensor>& params, const Optimizer& optimizer) {
+  MeasuredMemory m;
+  for (auto& p : params) {
+    m.weights += p.numel() * int64_t(p.element_size());
+    if (p.grad().defined()) m.gradients += p.grad().numel() * int64_t(p.grad().element_size());
+  }
+  m.optimizer_state = optimizer.state_bytes();
+  return m;
+}
+
 std::string describe_groups(const Optimizer& opt, const Multipliers& m, const ModelConfig& c) {
   std::string s = "parameterization " + c.param + ": m_w " + fmt("%g", m.m_w) + ", m_d " + fmt("%g", m.m_d) +
                   ", residual x" + fmt("%.4g", m.residual) + ", hidden init x" + fmt("%.4g", m.hidden_init) +
@@ -95,7 +108,7 @@ std::string describe_groups(const Optimizer& opt, const Multipliers& m, const Mo
 
 json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDataset& dataset, const RunDevice& rd,
                  const Distributed& dist, const RunIdentity& id, const Multipliers& m, double val_loss,
-                 int64_t val_tokens, double wall, double peak) {
+                 int64_t val_tokens, double wall, double peak, const json& memory) {
   const ParamCounts counts = count_parameters(cfg.model);
   const double fpt = flops_per_token(cfg.model);
   const TailLoss tail = tail_loss(st.losses);
@@ -138,6 +151,7 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"parameterization", to_json(m)},
                   {"param_groups", id.param_groups},
                   {"binding_config", id.binding_config},
+                  {"memory", memory},
                   {"config", to_json(cfg)}};
   if (!cfg.run_group.empty()) summary["group"] = cfg.run_group;  // fit-law: replicates of one configuration
   return summary;
@@ -190,10 +204,12 @@ int run_impl(const TrainConfig& given) {
 
   // model and optimizer
   const double peak = cfg.peak_flops > 0 ? cfg.peak_flops : measure_matmul_peak(rd.device, rd.bf16);
+  if (rd.device.is_cpu()) install_cpu_memory_meter();  // counts from here on
   torch::manual_seed(cfg.seed);
   Transformer model(cfg.model);
   model->to(rd.device);
-  Optimizer optimizer(*model, cfg);
+  model->activation_checkpointing = cfg.activation_checkpointing;
+  Optimizer optimizer(*model, cfg, dist);
   const std::vector<torch::Tensor> params = model->parameters();
   const Multipliers mult = parameterization_multipliers(cfg.model);
   const RunIdentity id{binding_config(cfg),  binding_config(TrainConfig{}), optimizer.groups_json(),
@@ -211,14 +227,20 @@ int run_impl(const TrainConfig& given) {
       std::to_string(dist.world) + "; " + std::to_string(total_steps) + " steps x " + std::to_string(cfg.batch_tokens) +
       " tokens (" + std::to_string(accum) + " x " + std::to_string(cfg.micro_batch) + " x " + std::to_string(seq) +
       " per rank), warmup " + std::to_string(cfg.warmup()) + "; matmul peak " + fmt("%.4g", peak) + " FLOP/s");
+  const Plan plan = make_plan(plan_options(cfg, dist.world));
+  log("memory plan per rank: weights " + format_bytes(double(plan.weights)) + ", gradients " +
+      format_bytes(double(plan.gradients)) + ", AdamW moments " + format_bytes(double(plan.moments)) +
+      (cfg.zero ? " (ZeRO-1 over " + std::to_string(dist.world) + ")" : std::string()) + ", activations " +
+      format_bytes(double(plan.activations_used)) + (cfg.activation_checkpointing ? " (recomputed)" : "") +
+      "; peak " + format_bytes(double(plan.peak)));
   if (cfg.warmup() >= total_steps)
     log("warning: warmup (" + std::to_string(cfg.warmup()) + " steps) is not shorter than the run (" +
         std::to_string(total_steps) + " steps): the LR never reaches its cosine phase; see --warmup-fraction");
 
   // resume
-  const Checkpointer checkpointer(cfg.out, cfg.keep_checkpoints, leader);
+  const Checkpointer checkpointer(cfg.out, cfg.keep_checkpoints, dist);
   TrainState st;
-  const bool resumed = checkpointer.resume(model, optimizer.adamw(), rd.device, id, st);
+  const bool resumed = checkpointer.resume(model, optimizer, rd.device, id, st);
   if (cfg.resume && !resumed) throw Error("--resume: no complete checkpoint in " + checkpointer.dir());
   if (resumed)
     log("resuming from " + checkpointer.complete().back().second + " (step " + std::to_string(st.step) + ", " +
@@ -231,11 +253,14 @@ int run_impl(const TrainConfig& given) {
     std::function<void()> hook;
     if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "checkpoint")
       hook = [&] { debug_kill("inside checkpoint write", st.step); };
-    checkpointer.save(st, st.wall_before + seconds_since(wall_start), model, optimizer.adamw(), rd.device, id,
-                      config_json, hook);
+    checkpointer.save(st, st.wall_before + seconds_since(wall_start), model, optimizer, rd.device, id, config_json,
+                      hook);
   };
 
   // training
+  MeasuredMemory measured;
+  bool state_measured = false;
+  reset_peak_memory(rd.device);
   {
     Prefetcher prefetch(sampler, st.cursor, cfg.micro_batch, size_t(std::max(cfg.prefetch, 1)));
     model->train();
@@ -262,6 +287,13 @@ int run_impl(const TrainConfig& given) {
       optimizer.step(clip ? cfg.grad_clip / (rec.grad_norm + 1e-6) : 1.0);
       compat::cuda_synchronize(rd.device);
       rec.optimizer_ms = 1000.0 * seconds_since(t_opt);
+      if (!state_measured) {
+        measured = measure_state(params, optimizer);
+        state_measured = true;
+        if (!leader)  // rank 0's bytes go to summary.json
+          std::fprintf(stderr, "train: rank %d: optimizer state %lld bytes\n", dist.rank, (long long)measured.optimizer_state);
+      }
+      measured.peak = peak_memory(rd.device);
       st.step++;
       st.tokens += cfg.batch_tokens;
       st.losses.push_back(rec.loss);
@@ -295,7 +327,10 @@ int run_impl(const TrainConfig& given) {
   if (leader) {
     const int64_t val_tokens = val_windows.defined() ? val_windows.size(0) * seq : 0;
     write_file_atomic(cfg.out + "/summary.json",
-                      run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak).dump(2) + "\n");
+                      run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
+                                  memory_json(plan, measured))
+                              .dump(2) +
+                          "\n");
     log("done: " + std::to_string(st.step) + " steps, final train loss " + fmt("%.4f", tail_loss(st.losses).mean) +
         ", validation loss " + fmt("%.4f", val_loss) + ", " + fmt("%.1f", wall) + " s; " + cfg.out + "/summary.json");
   }

@@ -9,12 +9,11 @@
 
 namespace shapelaw {
 
-ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<double> weight_decay, double lr,
-                           double beta1, double beta2, double eps, const Distributed& dist)
-    : params_(std::move(params)), weight_decay_(std::move(weight_decay)), lr_(lr), beta1_(beta1), beta2_(beta2),
-      eps_(eps), dist_(dist) {
-  if (params_.empty() || params_.size() != weight_decay_.size())
-    throw Error("ZeRO optimizer: one weight decay per parameter tensor is needed");
+ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardSettings> settings, double beta1,
+                           double beta2, const Distributed& dist)
+    : params_(std::move(params)), settings_(std::move(settings)), beta1_(beta1), beta2_(beta2), dist_(dist) {
+  if (params_.empty() || params_.size() != settings_.size())
+    throw Error("ZeRO optimizer: one group setting per parameter tensor is needed");
   total_ = total_numel(params_);
   const int64_t shard = (total_ + dist_.world - 1) / dist_.world;
   begin_ = std::min(total_, int64_t(dist_.rank) * shard);
@@ -40,7 +39,9 @@ void ShardedAdamW::step(double clip_scale) {
     const int64_t in_param = piece.storage_offset() - data[i].storage_offset();
     torch::Tensor g = grads[i].reshape({-1}).slice(0, in_param, in_param + n);
     torch::Tensor m = m_.slice(0, at, at + n), v = v_.slice(0, at, at + n);
-    const AdamWHyper h{lr_, beta1_, beta2_, eps_, weight_decay_[i]};
+    const ShardSettings& set = settings_[i];
+    const double lr = lr_ * set.lr_mult;
+    const AdamWHyper h{lr, beta1_, beta2_, set.eps, set.weight_decay};
     if (piece.device().is_cpu() && piece.scalar_type() == torch::kFloat32 && g.is_contiguous() &&
         g.scalar_type() == torch::kFloat32) {
       adamw_update(piece.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), n, h,
@@ -49,10 +50,10 @@ void ShardedAdamW::step(double clip_scale) {
     } else {  // e.g. CUDA: torch::optim::AdamW's operations, on the slice
       const double c1 = 1.0 - std::pow(beta1_, double(steps_)), c2 = 1.0 - std::pow(beta2_, double(steps_));
       torch::Tensor gs = g * clip_scale;
-      piece.mul_(1.0 - lr_ * weight_decay_[i]);
+      piece.mul_(1.0 - lr * set.weight_decay);
       m.mul_(beta1_).add_(gs, 1.0 - beta1_);
       v.mul_(beta2_).addcmul_(gs, gs, 1.0 - beta2_);
-      piece.addcdiv_(m, (v.sqrt() / std::sqrt(c2)).add_(eps_), -lr_ / c1);
+      piece.addcdiv_(m, (v.sqrt() / std::sqrt(c2)).add_(set.eps), -lr / c1);
     }
   });
   dist_.all_gather_shards(params_, (total_ + dist_.world - 1) / dist_.world);

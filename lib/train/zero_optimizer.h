@@ -19,12 +19,16 @@
 
 namespace shapelaw {
 
+// A tensor's settings, from its parameter group (train/optimizer.h).
+struct ShardSettings {
+  double lr_mult, weight_decay, eps;
+};
+
 class ShardedAdamW {
  public:
-  // params with their weight decay (the decay / no-decay groups, per tensor)
-  ShardedAdamW(std::vector<torch::Tensor> params, std::vector<double> weight_decay, double lr, double beta1,
-               double beta2, double eps, const Distributed& dist);
-  void set_lr(double lr) { lr_ = lr; }
+  ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardSettings> settings, double beta1, double beta2,
+               const Distributed& dist);
+  void set_lr(double base_lr) { lr_ = base_lr; }
   // One step of this rank's slice with gradients multiplied by clip_scale (gradients
   // already averaged over the ranks), then the all-gather of the parameters.
   void step(double clip_scale);
@@ -38,8 +42,8 @@ class ShardedAdamW {
 
  private:
   std::vector<torch::Tensor> params_;
-  std::vector<double> weight_decay_;
-  double lr_, beta1_, beta2_, eps_;
+  std::vector<ShardSettings> settings_;
+  double lr_ = 0, beta1_, beta2_;
   const Distributed& dist_;
   int64_t total_ = 0, begin_ = 0, end_ = 0, steps_ = 0;
   torch::Tensor m_, v_;  // [end - begin] fp32 on the parameters' device

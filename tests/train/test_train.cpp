@@ -2,6 +2,7 @@
 // SIGKILL, refusal of a changed config, clear errors. Torch-free (runs the binary).
 #include "catch.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -382,4 +383,146 @@ TEST_CASE("train --version names the LibTorch and the BLAS kernels it runs with"
       CHECK_THAT(version.output, !Catch::Contains("BLAS: OpenBLAS Prescott"));
 #endif
   }
+}
+
+namespace {
+
+json plan_json(const std::string& args) {
+  auto r = run(args + " --plan --format json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.output);
+}
+
+// 2 ranks over Gloo on loopback with the same flags; rank 1's output in rank1.log.
+test::CommandResult two_ranks(const std::string& cmd, const std::string& log_dir) {
+  const int port = free_loopback_port();
+  auto env = [&](int rank) {
+    return "SHAPELAW_DIST_TIMEOUT=30 RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
+           " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+  };
+  return run("(" + env(1) + cmd + " >" + log_dir + "/rank1.log 2>&1) & " + env(0) + cmd + "; code=$?; wait; exit $code");
+}
+
+bool no_c10d(const test::CommandResult& r) {
+  if (r.output.find("no c10d process group") == std::string::npos) return false;
+  WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("train --plan: the state bytes are exactly what train allocates; activations within 25% of the peak") {
+  TempDir tmp;
+  // accumulation 2: the second micro-batch runs with every gradient allocated
+  const std::string shape = " --depth 2 --width 128 --head-dim 32 --seq-len 128 --micro-batch 8 --batch-tokens 2048"
+                            " --steps 2 --checkpoint-every 0";
+  for (bool recompute : {false, true}) {
+    const std::string out = tmp.path() + (recompute ? "/recompute" : "/plain");
+    const std::string args = base_args(out) + shape + (recompute ? " --activation-checkpointing" : "");
+    json plan = plan_json(args);
+    auto r = run(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    json mem = json::parse(read_file(out + "/summary.json"))["memory"];
+    const json& bytes = plan["bytes_per_rank"];
+    const int64_t params = plan["params"]["total"];
+    CHECK(mem["measured"]["weights"] == bytes["weights"]);
+    CHECK(mem["measured"]["weights"] == 4 * params);
+    CHECK(mem["measured"]["gradients"] == bytes["gradients"]);
+    CHECK(mem["measured"]["optimizer_state"] == bytes["optimizer_moments"]);
+    CHECK(mem["plan"]["peak"] == bytes["peak"]);
+    const double measured = mem["measured"]["activations"], planned = bytes["activations"]["used"];
+    std::printf("train --plan vs measured (CPU, 2L x 128W, seq 128, micro-batch 8%s): activations %.2f MB planned, "
+                "%.2f MB measured; peak %.2f MB planned, %.2f MB measured\n",
+                recompute ? ", recomputed" : "", planned / 1e6, measured / 1e6, mem["plan"]["peak"].get<double>() / 1e6,
+                mem["measured"]["peak"].get<double>() / 1e6);
+    CHECK(planned == Approx(measured).epsilon(0.25));
+  }
+  // recomputation: the same losses bit for bit, less memory
+  CHECK(train_losses(tmp.path() + "/plain") == train_losses(tmp.path() + "/recompute"));
+  json a = json::parse(read_file(tmp.path() + "/plain/summary.json"))["memory"]["measured"];
+  json b = json::parse(read_file(tmp.path() + "/recompute/summary.json"))["memory"]["measured"];
+  CHECK(b["activations"].get<double>() < 0.7 * a["activations"].get<double>());
+}
+
+TEST_CASE("train --plan: plans a 7B run for CUDA on a machine without a GPU, world size from flag or environment") {
+  const std::string args = bin("train") + " --vocab-size 50257 --depth 64 --width 2896 --head-dim 16 --device cuda"
+                           " --micro-batch 4 --tokens 141600000000";
+  json j = plan_json(args + " --world-size 8 --zero 1 --activation-checkpointing");
+  CHECK(j["world_size"] == 8);
+  CHECK(j["attention"] == "fused");
+  CHECK(j["precision"] == "bf16");
+  CHECK(j["params"]["total"].get<double>() == Approx(6.73e9).epsilon(0.002));
+  CHECK(j["fits"] == true);
+  // no launcher connection: WORLD_SIZE alone, with nobody listening anywhere
+  auto env = run("WORLD_SIZE=4 MASTER_ADDR=203.0.113.1 " + args + " --plan --format json");
+  REQUIRE(env.exit_code == 0);
+  CHECK(json::parse(env.output)["world_size"] == 4);
+  CHECK(json::parse(env.output)["fits"] == false);  // 108 GB of state per rank without ZeRO
+  auto human = run(args + " --plan --world-size 8 --zero 1");
+  CHECK_THAT(human.output, Catch::Contains("AdamW moments") && Catch::Contains("GPU-hours"));
+  auto bad = run(args + " --plan --gpu-memory lots");
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains("'lots'"));
+  auto no_vocab = run(bin("train") + " --plan --depth 2");
+  CHECK(no_vocab.exit_code == 1);
+  CHECK_THAT(no_vocab.output, Catch::Contains("--vocab-size"));
+  // the paper's grid: every row laid out to fit 80 GiB GPUs, 8 to a node
+  auto grid = run(bin("train") + " --vocab-size 50257 --device cuda --micro-batch 16 --plan-grid " +
+                  source("pipelines/grids/paper.grid") + " --plan-gpus 8 --format make");
+  INFO(grid.output);
+  REQUIRE(grid.exit_code == 0);
+  CHECK_THAT(grid.output, Catch::Contains("t9-2x256:1:yes:--micro-batch,16\n"));
+  CHECK_THAT(grid.output, Catch::Contains("t10-7B-64x2896:8:yes:"));
+  CHECK(std::count(grid.output.begin(), grid.output.end(), '\n') == 30);
+}
+
+TEST_CASE("train --zero 1: 2 ranks match plain data parallel; moments per rank halve; kill, resume bit-identical") {
+  TempDir tmp;
+  const std::string opts = " --steps 6 --batch-tokens 256 --micro-batch 2 --checkpoint-every 2";
+  const std::string plain = tmp.path() + "/plain", zero = tmp.path() + "/zero", killed = tmp.path() + "/killed",
+                    single = tmp.path() + "/single";
+  auto r = two_ranks(base_args(plain) + opts, tmp.path());
+  INFO(r.output);
+  if (no_c10d(r)) return;
+  REQUIRE(r.exit_code == 0);
+  r = two_ranks(base_args(zero) + opts + " --zero 1", tmp.path());
+  REQUIRE(r.exit_code == 0);
+  const std::string rank1 = read_text(tmp.path() + "/rank1.log");
+  auto a = train_losses(plain), b = train_losses(zero);
+  REQUIRE(a.size() == 6);
+  REQUIRE(b.size() == 6);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(b[i] == Approx(a[i]).margin(1e-6));
+  // optimizer state per rank, measured: 8 bytes per parameter, or per parameter of the slice
+  REQUIRE(run(base_args(single) + opts + " --zero 1").exit_code == 0);
+  auto moments = [](const std::string& out) {
+    return json::parse(read_file(out + "/summary.json"))["memory"]["measured"]["optimizer_state"].get<int64_t>();
+  };
+  const int64_t P = json::parse(read_file(plain + "/summary.json"))["params"]["total"];
+  CHECK(moments(plain) == 8 * P);
+  CHECK(moments(single) == 8 * P);
+  CHECK(moments(zero) == 8 * ((P + 1) / 2));
+  CHECK_THAT(rank1, Catch::Contains("rank 1: optimizer state " + std::to_string(8 * (P - (P + 1) / 2)) + " bytes"));
+  std::printf("ZeRO-1 optimizer state per rank (2L x 32W, %lld params): 1 rank %lld bytes, 2 ranks %lld + %lld bytes\n",
+              (long long)P, (long long)moments(single), (long long)moments(zero), (long long)(8 * (P - (P + 1) / 2)));
+  for (int rank : {0, 1}) CHECK(fs::exists(zero + "/checkpoints/step_000000000006/optimizer-rank" + std::to_string(rank) + ".pt"));
+
+  // both ranks SIGKILLed after step 5: resume from step 4, the same losses bit for bit
+  r = two_ranks(base_args(killed) + opts + " --zero 1 --debug-kill-at-step 5", tmp.path());
+  CHECK(r.exit_code == 128 + 9);
+  CHECK_FALSE(fs::exists(killed + "/summary.json"));
+  r = two_ranks(base_args(killed) + opts + " --zero 1", tmp.path());
+  INFO(read_text(tmp.path() + "/rank1.log"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("resuming from"));
+  CHECK(train_losses(killed) == b);
+  // another world size is refused, naming both
+  auto one = run(base_args(zero) + opts + " --zero 1");
+  CHECK(one.exit_code == 1);
+  CHECK_THAT(one.output, Catch::Contains("2 data-parallel ranks, this run has 1"));
+  // and --zero 2 is refused with the reason
+  auto two = run(base_args(tmp.path() + "/z2") + opts + " --zero 2");
+  CHECK(two.exit_code == 1);
+  CHECK_THAT(two.output, Catch::Contains("--zero 2"));
 }

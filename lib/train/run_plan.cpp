@@ -1,0 +1,34 @@
+#include "train/run_plan.h"
+
+namespace shapelaw {
+
+PlanOptions plan_options(const TrainConfig& c, int world) {
+  PlanOptions o;
+  o.model = c.model;
+  o.micro_batch = c.micro_batch;
+  o.batch_tokens = c.batch_tokens;
+  o.steps = c.total_steps();
+  o.world = world;
+  o.zero = c.zero;
+  o.activation_checkpointing = c.activation_checkpointing;
+  o.cuda = c.device == "cuda";
+  o.bf16 = c.precision == "bf16" || (c.precision == "auto" && o.cuda);
+  return o;
+}
+
+nlohmann::json memory_json(const Plan& p, const MeasuredMemory& m) {
+  return {{"plan",
+           {{"weights", p.weights},
+            {"gradients", p.gradients},
+            {"optimizer_moments", p.moments},
+            {"activations", p.activations_used},
+            {"peak", p.peak}}},
+          {"measured",
+           {{"weights", m.weights},
+            {"gradients", m.gradients},
+            {"optimizer_state", m.optimizer_state},
+            {"peak", m.peak},
+            {"activations", m.peak - m.weights - m.gradients - m.optimizer_state}}}};
+}
+
+}  // namespace shapelaw
