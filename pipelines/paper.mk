@@ -5,11 +5,19 @@
 #   make -f pipelines/paper.mk SLIMPAJAMA_DIR=/data/SlimPajama-627B LAUNCH="torchrun --no-python --nproc-per-node=8"
 #   make -n -f pipelines/paper.mk       # print the plan, run nothing
 #
-# LAUNCH wraps every `train` (empty: one process; torchrun for one node; srun for
-# Slurm). Runs are independent: `make -j N` trains N at once, so on one 8-GPU node use
-# either -j 8 with one GPU each (LAUNCH="" and CUDA_VISIBLE_DEVICES set per slot by
-# your scheduler) or -j 1 with LAUNCH=torchrun over all 8. An interrupted make resumes
-# every unfinished run from its newest checkpoint; finished runs are never retrained.
+#   make -f pipelines/paper.mk plan    # memory per GPU, GPU-hours of every run, totals
+#   GPUS=8 make -j8 -f pipelines/paper.mk
+#
+# Every run fits its GPUs by construction: its layout comes from the plan (`train
+# --plan-grid`, lib/plan/layout.h): among 1, 2, 4, ... up to GPUS GPUs (ZeRO-1 when
+# several), without and with activation recomputation, the one of fewest GPU-hours,
+# then fewest GPUs, whose peak fits GPU_MEMORY, with the largest micro-batch up to
+# --micro-batch. `make -n` shows the flags chosen. A run on several GPUs is launched
+# with torchrun over them. Every run holds its GPUs through scripts/gpu-slot (one
+# lock per GPU index, CUDA_VISIBLE_DEVICES set per run), so `make -j N` on one node
+# needs no scheduler. LAUNCH, if given, replaces the per-run launcher for every run
+# (e.g. srun under Slurm). An interrupted make resumes every unfinished run from its
+# newest checkpoint; finished runs are never retrained.
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
@@ -53,7 +61,37 @@ GRID := pipelines/grids/paper.grid
 STUDY := $(PAPER)/study
 DATA_MANIFEST := $(manifest)
 TOKENIZER := $(tokenizer)
-TRAIN_ARGS ?= --device cuda --micro-batch 16 --checkpoint-every 1000 --val-every 2000 --probe-steps 1001
+PAPER_TRAIN_ARGS ?= --device cuda --micro-batch 16 --checkpoint-every 1000 --val-every 2000 --probe-steps 1001
+
+# GPUs of the node (nvidia-smi's count; 8 where it finds none, e.g. to plan elsewhere)
+# and memory per GPU; PLAN_ARGS: e.g. --mfu 0.4 --peak 989e12 for the GPU-hours.
+gpus_found := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+GPUS ?= $(if $(filter-out 0,$(gpus_found)),$(gpus_found),8)
+GPU_MEMORY ?= 80GiB
+PLAN_ARGS ?=
+plan_command = train $(PAPER_TRAIN_ARGS) --vocab-size $(VOCAB) --plan-grid $(GRID) --plan-gpus $(GPUS) \
+  --gpu-memory $(GPU_MEMORY) $(PLAN_ARGS)
+# One word per run, RUN:GPUS:FITS:FLAG,FLAG,... A failure stops make here: a run's flags
+# are part of its identity (its stamp), and must never silently lose the layout.
+comma := ,
+layouts := $(shell $(plan_command) --format make 2>&1 || echo PLAN-FAILED)
+ifneq ($(filter PLAN-FAILED,$(layouts)),)
+$(error paper.mk: the runs' layouts come from `$(plan_command)`, which failed (build train and put it on PATH): $(filter-out PLAN-FAILED,$(layouts)))
+endif
+# a grid row's layout also serves its seeded or swept runs (ROW-s42, ROW-lr1e-3, ...)
+layout_of = $(subst :, ,$(firstword $(foreach l,$(layouts),$(if $(filter $(firstword $(subst :, ,$(l))) \
+  $(firstword $(subst :, ,$(l)))-%,$(1)),$(l)))))
+layout_gpus = $(word 2,$(call layout_of,$(1)))
+layout_flags = $(subst $(comma), ,$(word 4,$(call layout_of,$(1))))
+TRAIN_ARGS = $(PAPER_TRAIN_ARGS) $(call layout_flags,$(1))
+LAUNCH ?= $(if $(filter-out 1,$(call layout_gpus,$(1))),torchrun --no-python --nproc-per-node=$(call layout_gpus,$(1)))
+export GPU_SLOT_GPUS := $(GPUS)
+RUN_PREFIX = $(if $(filter no,$(word 3,$(call layout_of,$*))),{ echo "paper.mk: $* does not fit GPU_MEMORY=$(GPU_MEMORY) \
+  on up to $(GPUS) GPU(s): see make -f pipelines/paper.mk plan" >&2; exit 1; };,scripts/gpu-slot --need $(call layout_gpus,$*) --)
+
+.PHONY: plan
+plan:
+	@$(plan_command)
 PROBE_FROM ?= train-log
 PROBE_LOG_STEP ?= 1001
 FIT_ARGS ?= -B 1000

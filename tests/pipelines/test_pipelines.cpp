@@ -29,6 +29,14 @@ int count_lines_starting(const std::string& text, const std::string& prefix) {
   return n;
 }
 
+int count_lines_containing(const std::string& text, const std::string& part) {
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.find(part) != std::string::npos;
+  return n;
+}
+
 int count_rows(const std::string& path) {  // CSV data rows
   std::ifstream in(path);
   std::string line;
@@ -42,18 +50,33 @@ int count_rows(const std::string& path) {  // CSV data rows
 TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing") {
   test::TempDir dir;
   std::string paper = dir.path() + "/paper";
-  auto r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " SLIMPAJAMA_DIR=" + dir.path() + "/slimpajama"));
+  auto r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " SLIMPAJAMA_DIR=" + dir.path() + "/slimpajama GPUS=8"));
   INFO(r.output.substr(0, 3000));
   REQUIRE(r.exit_code == 0);
-  CHECK(count_lines_starting(r.output, "train --out " + paper + "/study/runs/") == 30);
+  CHECK(count_lines_containing(r.output, "train --out " + paper + "/study/runs/") == 30);
   CHECK_THAT(r.output, Catch::Contains("--depth 64 --width 2896 --tokens 141600000000  --head-dim 16") ||
                            Catch::Contains("--depth 64 --width 2896 --tokens 141600000000 --head-dim 16"));
   CHECK_THAT(r.output, Catch::Contains("tokenize train-model") && Catch::Contains("--vocab-size 50257"));
   CHECK_THAT(r.output, Catch::Contains("fit-law") && Catch::Contains("audit ") && Catch::Contains("make-report"));
   CHECK_FALSE(fs::exists(paper));  // a dry run creates nothing
-  // LAUNCH wraps every run.
+  // Each run's layout from the plan: the small runs on one GPU at the paper's micro-batch,
+  // the 7B run over 8 GPUs with ZeRO-1, launched by torchrun.
+  CHECK(count_lines_containing(r.output, "--probe-steps 1001 --micro-batch 16 --depth") >= 18);
+  CHECK_THAT(r.output, Catch::Contains("torchrun --no-python --nproc-per-node=8 train --out " + paper +
+                                       "/study/runs/t10-7B-64x2896 "));
+  CHECK(count_lines_containing(r.output, "--zero 1") >= 2);
+  // LAUNCH, given, wraps every run.
   r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " LAUNCH='torchrun --no-python --nproc-per-node=8'"));
-  CHECK(count_lines_starting(r.output, "torchrun --no-python --nproc-per-node=8 train --out") == 30);
+  CHECK(count_lines_containing(r.output, "torchrun --no-python --nproc-per-node=8 train --out") == 30);
+  // The plan itself: one line per run and the totals; what does not fit is said.
+  r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=8"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_lines_starting(r.output, "t9-") == 18);
+  CHECK(count_lines_starting(r.output, "t10-") == 12);
+  CHECK_THAT(r.output, Catch::Contains("total") && Catch::Contains("30/30") && Catch::Contains("GPU-hours"));
+  r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=1"));
+  CHECK_THAT(r.output, Catch::Contains(" NO "));
 }
 
 TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only what changed") {
