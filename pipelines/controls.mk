@@ -4,7 +4,8 @@
 #   1. sp-fixed   SP at the default study's learning rate (3e-3): the 3e-3 runs of arm 2
 #   2. sp-tuned   SP, best of SP_LRS per configuration
 #   3. completep  CompleteP (alpha = 1, base shape CP_BASE), best of CP_LRS base learning rates
-# over pipelines/grids/controls.grid (the micro grid plus an equal-parameter depth sweep),
+# over pipelines/grids/controls.grid (the micro grid's W = 16 and 64 rows; controls-equal-n.grid
+# adds W = 32 and an equal-parameter depth sweep),
 # then scripts/make-controls-report writes $(CONTROLS_REPORT)/README.md with plots.
 #   make controls                       (budget: under 45 minutes on 2 cores, -j by nproc)
 #   make controls SEEDS="42 43"         every run once per seed (the excess's SE from the seeds)
