@@ -168,7 +168,7 @@ std::string render_text(const json& rec, bool md) {
         os << (md ? "\n" : "") << "compute-optimal: N* ~ C^" << g(s["N"], 3) << boot("N") << ", T* ~ C^" << g(s["T"], 3)
            << boot("T");
         if (!with_shapes)
-          os << " (the data has no depth and width: no D*, W*)";
+          os << " (the data has no depth and width: the optimal shape is not determined)";
         else if (s["D_deepest"].is_number())
           os << ", deepest D* ~ C^" << g(s["D_deepest"], 3) << boot("D_deepest") << ", W* ~ C^"
              << g(s["W_at_D_deepest"], 3) << boot("W_at_D_deepest")
