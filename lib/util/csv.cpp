@@ -61,6 +61,8 @@ CsvRecord parse_record(const std::string& text, size_t& i, long long& line, cons
       field.clear();
     } else if (c == ',') {
       push();
+    } else if (was_quoted && (c == ' ' || c == '\t')) {
+      // blanks between a closing quote and the separator
     } else if (c == '\n' || c == '\r') {
       push();
       if (c == '\r' && i + 1 < n && text[i + 1] == '\n') ++i;
