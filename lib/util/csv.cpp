@@ -5,21 +5,10 @@
 
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace shapelaw {
 namespace {
-
-std::string trimmed(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
-
-std::string lowered(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Parses one record starting at text[i]; advances i past its line end and line by the
 // lines it spans.
@@ -30,7 +19,7 @@ CsvRecord parse_record(const std::string& text, size_t& i, long long& line, cons
   std::string field;
   bool quoted = false, was_quoted = false;
   auto push = [&] {
-    record.fields.push_back(was_quoted ? field : trimmed(field));
+    record.fields.push_back(was_quoted ? field : trim(field));
     field.clear();
     was_quoted = false;
   };
@@ -56,7 +45,7 @@ CsvRecord parse_record(const std::string& text, size_t& i, long long& line, cons
       ++i;
       continue;
     }
-    if (c == '"' && trimmed(field).empty()) {
+    if (c == '"' && trim(field).empty()) {
       quoted = was_quoted = true;
       field.clear();
     } else if (c == ',') {
@@ -85,7 +74,7 @@ int CsvTable::column(std::initializer_list<const char*> names) const {
 int CsvTable::column(const std::vector<std::string>& names) const {
   for (const auto& name : names)
     for (size_t i = 0; i < header.size(); ++i)
-      if (lowered(header[i]) == lowered(name)) return static_cast<int>(i);
+      if (lower(header[i]) == lower(name)) return static_cast<int>(i);
   return -1;
 }
 
@@ -104,7 +93,7 @@ CsvTable parse_csv(const std::string& text, const std::string& path, const CsvRe
   while (i < n) {
     size_t eol = text.find('\n', i);
     if (eol == std::string::npos) eol = n;
-    const std::string raw = trimmed(text.substr(i, eol - i));
+    const std::string raw = trim(text.substr(i, eol - i));
     if (raw.empty() || raw[0] == '#') {  // blank and comment lines between records
       i = eol + 1;
       ++line;
