@@ -183,7 +183,23 @@ int main(int argc, char** argv) {
     in.n = fit::resolve_inputs(in.rows, o.n_source, lo.columns);
     std::fprintf(stderr, "fit-law: note: N: %s\n", in.n.reason.c_str());
     fit::LawOutput result = fit::run_fit_law(std::move(in), o);
-    for (const auto& w : result.record["warnings"])
+    const nlohmann::json& rec = result.record;
+    auto is_warning = [&](const std::string& text) {
+      for (const auto& w : rec["warnings"])
+        if (w.get<std::string>().find(text) != std::string::npos) return true;
+      return false;
+    };
+    if (rec["input"].contains("tokens_note"))
+      std::fprintf(stderr, "fit-law: note: %s\n", rec["input"]["tokens_note"].get<std::string>().c_str());
+    for (const auto& m : rec["models"])
+      for (const auto& note : m["notes"])
+        if (!is_warning(note.get<std::string>()))
+          std::fprintf(stderr, "fit-law: note: %s: %s\n", m["name"].get<std::string>().c_str(),
+                       note.get<std::string>().c_str());
+    for (const auto& s : rec["skipped_models"])
+      std::fprintf(stderr, "fit-law: note: skipped %s: %s\n", s["name"].get<std::string>().c_str(),
+                   s["reason"].get<std::string>().c_str());
+    for (const auto& w : rec["warnings"])
       std::fprintf(stderr, "fit-law: warning: %s\n", w.get<std::string>().c_str());
     std::string report = fit::render_record(result.record, format);  // also checks the format
     if (!out_path.empty()) write_output(out_path, result.record.dump(2) + "\n");
