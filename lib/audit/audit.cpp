@@ -134,6 +134,7 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
       rd = std::to_string(r.redesign->depth) + "×" + std::to_string(r.redesign->width);
       nratio = fixed(r.redesign->n_redesign / r.redesign->n_original, 3);
       if (std::isfinite(r.delta_loss)) dl = with_ci(r.delta_loss, opt(r.delta_ci, true), opt(r.delta_ci, false), 3);
+      else if (!law.loss_refused.empty() && !o.allow_degenerate) dl = "refused (A ≤ 0)";
     }
     nlohmann::ordered_json j;
     j["model"] = a.name;
@@ -161,6 +162,7 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
       j["delta_loss"] = std::isfinite(r.delta_loss) ? nlohmann::ordered_json(r.delta_loss) : nlohmann::ordered_json();
       j["delta_loss_ci95"] =
           r.delta_ci ? nlohmann::ordered_json({r.delta_ci->lo, r.delta_ci->hi}) : nlohmann::ordered_json();
+      if (!law.loss_refused.empty() && !o.allow_degenerate) j["delta_loss_refused"] = law.loss_refused;
     } else {
       j["redesign"] = nullptr;
       j["delta_loss"] = nullptr;

@@ -176,18 +176,24 @@ std::vector<std::string> check_replicates(const std::vector<Row>& rows) {
   for (const auto& [name, members] : clusters) {
     if (members.size() < 2) continue;
     std::set<std::string> keys;
-    for (size_t i = 1; i < members.size(); ++i) {
-      const Row& a = *members[0];
-      const Row& b = *members[i];
-      std::vector<std::string> diff;
-      if (a.binding_from_summary && b.binding_from_summary) {
-        diff = differing_keys(a.binding, b.binding);
-      } else if (a.binding.contains("lr") && b.binding.contains("lr") && a.binding["lr"] != b.binding["lr"]) {
-        diff = {"lr"};
+    for (size_t i = 0; i < members.size(); ++i)
+      for (size_t k = i + 1; k < members.size(); ++k) {
+        const Row& a = *members[i];
+        const Row& b = *members[k];
+        std::vector<std::string> diff;
+        if (a.binding_from_summary && b.binding_from_summary) {
+          diff = differing_keys(a.binding, b.binding);
+        } else if (a.binding.contains("lr") && b.binding.contains("lr") && a.binding["lr"] != b.binding["lr"]) {
+          diff = {"lr"};
+        }
+        for (const auto& key : diff)
+          if (key != "seed") keys.insert(key);
+        if (a.binding_from_summary && b.binding_from_summary && diff.empty() && name.rfind("shape ", 0) == 0) {
+          const std::string msg = shape_text(a) + ": runs " + a.run + " and " + b.run +
+                                  " have the same binding configuration, seed included: the same run twice?";
+          if (said.insert(msg).second) out.push_back(msg);
+        }
       }
-      for (const auto& k : diff)
-        if (k != "seed") keys.insert(k);
-    }
     if (keys.empty()) continue;
     std::string runs, klist;
     for (const Row* r : members) runs += (runs.empty() ? "" : ", ") + r->run;

@@ -85,9 +85,13 @@ TEST_CASE("a fitted law with a non-positive capacity term gives no loss differen
   const json& row = rep["tables"][0]["rows"][0];
   REQUIRE(row["redesign"].is_object());  // the redesign itself is still shown
   CHECK(row["delta_loss"].is_null());
+  CHECK_THAT(row["delta_loss_refused"].get<std::string>(), Catch::Contains("A = -1.5000 <= 0"));
   CHECK(rep["meta"]["loss_refused"].is_string());
+  auto csv = test::run(audit() + " " + models + " --law " + fit + " --format csv 2>/dev/null");
+  CHECK_THAT(csv.output, Catch::Contains("delta_loss_refused"));
   auto md = test::run(audit() + " " + models + " --law " + fit);
   CHECK_THAT(md.output, Catch::Contains("**Warning:** no ΔL"));
+  CHECK_THAT(md.output, Catch::Contains("refused (A ≤ 0)"));
   auto allowed = test::run(audit() + " " + models + " --law " + fit + " --allow-degenerate-law --format json");
   REQUIRE(allowed.exit_code == 0);
   json a = json::parse(allowed.output.substr(allowed.output.find('{')));

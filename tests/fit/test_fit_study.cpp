@@ -294,6 +294,11 @@ TEST_CASE("without --best-of, runs that differ in lr are not called replicates, 
   CHECK(j["best_of"]["single_candidate"] == 8);
   auto s = test::run(fitlaw() + " " + other.path() + "/runs -m kaplan-E -B 0 --no-loo --no-profile --best-of lr");
   CHECK_THAT(s.output, Catch::Contains("one value only (0.001): not a sweep"));
+  // the same configuration and seed twice is named
+  std::filesystem::copy(dir.path() + "/runs/d2-w64-lr0.001-s0", dir.path() + "/runs/copy");
+  auto twice = test::run(fitlaw() + " " + dir.path() + "/runs -m kaplan-E -B 0 --no-loo --no-profile");
+  CHECK_THAT(twice.output, Catch::Contains("have the same binding configuration, seed included: the same run twice?"));
+  std::filesystem::remove_all(dir.path() + "/runs/copy");
   // a summary without the key
   auto bad = test::run(fitlaw() + " " + dir.path() + "/runs -m kaplan-E -B 0 --best-of weight_decay");
   CHECK(bad.exit_code == 1);
