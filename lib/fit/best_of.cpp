@@ -51,6 +51,7 @@ std::string shape_text(const Row& r) {
   if (r.depth > 0) s += "D=" + format_double(r.depth) + " ";
   if (r.width > 0) s += "W=" + format_double(r.width) + " ";
   if (r.params > 0 && !(r.depth > 0)) s += "params=" + format_double(r.params) + " ";
+  if (r.params_nonemb > 0 && !(r.depth > 0) && !(r.params > 0)) s += "params_nonembedding=" + format_double(r.params_nonemb) + " ";
   if (r.tokens > 0) s += "T=" + format_double(r.tokens) + " ";
   return s.empty() ? "(no shape)" : s.substr(0, s.size() - 1);
 }
@@ -188,9 +189,14 @@ std::vector<std::string> check_replicates(const std::vector<Row>& rows) {
         }
         for (const auto& key : diff)
           if (key != "seed") keys.insert(key);
-        if (a.binding_from_summary && b.binding_from_summary && diff.empty() && name.rfind("shape ", 0) == 0) {
-          const std::string msg = shape_text(a) + ": runs " + a.run + " and " + b.run +
-                                  " have the same binding configuration, seed included: the same run twice?";
+        const bool grouped = !a.group.empty() && a.group == b.group;  // replicates by design
+        const bool same = a.binding_from_summary == b.binding_from_summary && a.binding == b.binding &&
+                          (a.binding_from_summary || !grouped);
+        if (same && name.rfind("shape ", 0) == 0 && out.size() < 1000) {
+          const std::string msg =
+              shape_text(a) + ": runs " + a.run + " and " + b.run +
+              (a.binding_from_summary ? " have the same binding configuration, seed included: the same run twice?"
+                                      : " are the same configuration (every column but run and loss equal); both are kept");
           if (said.insert(msg).second) out.push_back(msg);
         }
       }

@@ -30,7 +30,9 @@ BestOfResult select_best_of(const std::vector<Row>& rows, const std::string& key
 // Without --best-of: rows of one replicate group, or of equal D, W, N, T, whose binding
 // configurations differ in anything but the seed are not replicates; one warning per such
 // set, naming the keys (and suggesting --best-of). Table rows are compared on "lr" only
-// (their other columns may be anything).
+// (their other columns may be anything). Rows of equal shape whose configurations are equal
+// in full (seed included; for a table, every column but run, group, response, loss_se and
+// tokenizer) are named as duplicates.
 std::vector<std::string> check_replicates(const std::vector<Row>& rows);
 
 // Dotted keys ("model.depth") whose values differ between two JSON objects.

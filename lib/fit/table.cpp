@@ -365,23 +365,13 @@ LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions
   canonical_order(result.rows);
   check_all_or_none(result.rows, "depth", &Row::depth);
   check_all_or_none(result.rows, "width", &Row::width);
-  // duplicates: same run id, or same configuration (depth, width, tokens)
+  // duplicate run ids (duplicate configurations: fit/best_of.h check_replicates)
   std::map<std::string, const Row*> by_run;
-  std::map<std::tuple<double, double, double, double, double>, const Row*> by_config;
   for (const auto& r : result.rows) {
     auto [it, fresh] = by_run.emplace(r.run, &r);
     if (!fresh)
       result.warnings.push_back(located(r.source, r.line, "duplicate run '" + r.run + "' (also at " +
                                                              located(it->second->source, it->second->line, "") + ")"));
-    auto [it2, fresh2] = by_config.emplace(std::make_tuple(r.depth, r.width, r.tokens, r.params, r.params_nonemb), &r);
-    const bool same_group = !r.group.empty() && r.group == it2->second->group;  // replicates, by design
-    // summaries that record their configuration are checked by check_replicates instead
-    const bool configured = r.binding_from_summary && it2->second->binding_from_summary;
-    if (!fresh2 && fresh && !same_group && !configured && result.warnings.size() < 1000)
-      result.warnings.push_back(located(r.source, r.line,
-                                        "duplicate configuration D=" + std::to_string((long long)r.depth) +
-                                            " W=" + std::to_string((long long)r.width) + " (also run '" +
-                                            it2->second->run + "'); both are kept"));
   }
   check_tokenizers(result, options);
   return result;

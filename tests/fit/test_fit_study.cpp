@@ -441,3 +441,26 @@ TEST_CASE("one CSV reader: a quoted field with a comma, a quote and a newline re
   for (const auto& r : t.records) found = found || r.fields[1] == "a, \"first\"\nrun";
   CHECK(found);
 }
+
+TEST_CASE("best-of on a table: an lr column, configurations from the other columns") {
+  test::TempDir dir;
+  std::string csv = "params,tokens,lr,seed,loss\n";
+  for (double N : {1e7, 3e7, 1e8, 3e8})
+    for (double lr : {1e-3, 3e-3, 1e-2})
+      for (int s : {1, 2})
+        csv += g17(N) + ",2e9," + g17(lr) + "," + std::to_string(s) + "," +
+               g17(2 + 300 / std::pow(N, 0.3) + 0.05 * std::pow(std::log(lr / 3e-3), 2) + 0.002 * s) + "\n";
+  test::write_text(dir.path() + "/lr.csv", csv);
+  auto plain = test::run(fitlaw() + " " + dir.path() + "/lr.csv -m kaplan-E -B 0 --no-loo --no-profile");
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.output, Catch::Contains("params=1e+07 T=2e+09 (runs "));
+  CHECK_THAT(plain.output, Catch::Contains("differ in lr: they are not replicates"));
+  const json j = fit_json(dir.path() + "/lr.csv -m kaplan-E --best-of lr -B 0 --no-loo --no-profile", dir.path() + "/f.json");
+  CHECK(j["best_of"]["rows_kept"] == 8);
+  for (const auto& c : j["best_of"]["configurations"]) {
+    CHECK(c["chosen"].get<double>() == 3e-3);
+    CHECK(c["edge"].is_null());
+    CHECK(c["configuration"] == json({{"params", c["shape"]["params"]}, {"tokens", 2e9}}));
+  }
+  CHECK(j["replicates"]["df"] == 4);
+}
