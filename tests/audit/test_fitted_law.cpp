@@ -67,6 +67,10 @@ TEST_CASE("rows outside the fitted law's data are extrapolations, marked in ever
   REQUIRE(t.column({"extrapolation_W"}) >= 0);
   CHECK(t.records[0].fields[t.column({"extrapolation_W"})].empty());
   CHECK(std::stod(t.records[1].fields[t.column({"extrapolation_W"})]) == Approx(32));
+  // '-' is stdout, not a file named '-'
+  auto dash = test::run("cd " + dir.path() + " && " + audit() + " " + models + " --law " + fit + " -o - 2>/dev/null");
+  CHECK(dash.output.rfind("# audit models", 0) == 0);
+  CHECK(!std::filesystem::exists(dir.path() + "/-"));
   // the paper's laws carry no range: nothing is marked
   auto paper = test::run(audit() + " " + models + " --format json");
   CHECK(!json::parse(paper.output)["tables"][0]["rows"][1].contains("extrapolation"));
