@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compat/torch_compat.h"
+#include "model/equal_params.h"
 #include "plan/layout.h"
 #include "plan/memory_plan.h"
 #include "shards/dataset.h"
@@ -96,8 +97,16 @@ void add_options(CLI::App& app, shapelaw::TrainConfig& c) {
 
 // Parses a train command line (argv[0] is the program): returns -1 to go on, else the
 // exit code (--help, --version, a parse error).
+// train shapes: widths at (nearly) equal parameters, as a grid
+struct ShapesRequest {
+  bool requested = false;
+  int64_t target = 0;
+  std::vector<int> depths;
+  std::string count = "non-embedding", format = "grid", prefix, flags;
+};
+
 int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConfig& config, PlanRequest& plan,
-                       std::string& synthetic_dir, uint64_t& synthetic_tokens) {
+                       std::string& synthetic_dir, uint64_t& synthetic_tokens, ShapesRequest* shapes_request = nullptr) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   const int argc = int(argv.size());
@@ -139,11 +148,26 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   app.add_option("--make-synthetic-shards", synthetic_dir,
                  "write a shard set of random tokens (vocab --vocab-size, default 50257) to DIR and exit");
   app.add_option("--synthetic-tokens", synthetic_tokens, "tokens in --make-synthetic-shards")->capture_default_str();
+  ShapesRequest ignored;
+  ShapesRequest& sr = shapes_request ? *shapes_request : ignored;
+  auto* shapes = app.add_subcommand("shapes",
+                                    "print shapes at (nearly) equal parameters for given depths: for each depth the "
+                                    "width (a multiple of --head-dim) whose count is nearest --params, as a grid");
+  shapes->add_option("--params", sr.target, "the parameter count to hold equal")->required();
+  shapes->add_option("--depths", sr.depths, "depths, e.g. 1,2,4,8,16")->delimiter(',')->required();
+  shapes->add_option("--count", sr.count, "non-embedding | 12DW2 | total")->capture_default_str();
+  shapes->add_option("--format", sr.format, "grid | table | json")->capture_default_str();
+  shapes->add_option("--prefix", sr.prefix, "run-name prefix (default n<params>)");
+  shapes->add_option("--flags", sr.flags, "extra train flags appended to every grid row");
+  shapes->footer("Other shape options (--head-dim, --vocab-size, --mlp, --norm, --tie-embeddings, --bias) are "
+                 "train's, given before `shapes`: e.g. train --head-dim 16 --vocab-size 2048 shapes --params 196608 "
+                 "--depths 1,2,4,8,16");
   try {
     app.parse(argc, argv.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  sr.requested = bool(*shapes);
   return -1;
 }
 
@@ -210,8 +234,22 @@ int main(int argc, char** argv) {
     PlanRequest plan;
     std::string synthetic_dir;
     uint64_t synthetic_tokens = 4'000'000;
-    if (int code = parse_command_line(args, config, plan, synthetic_dir, synthetic_tokens); code >= 0) return code;
+    ShapesRequest shapes;
+    if (int code = parse_command_line(args, config, plan, synthetic_dir, synthetic_tokens, &shapes); code >= 0)
+      return code;
     if (plan.plan || !plan.grid.empty()) return print_plan(args, config, plan);
+    if (shapes.requested) {
+      auto base = config.model;
+      if (base.vocab_size == 0) base.vocab_size = 50257;  // the paper's GPT-2 vocabulary unless given
+      auto rows = shapelaw::equal_param_shapes(base, shapes.target, shapes.depths, shapes.count);
+      std::fputs(shapelaw::render_equal_param_shapes(rows, shapes.target, shapes.count, shapes.format,
+                                                     shapes.prefix.empty() ? "n" + std::to_string(shapes.target)
+                                                                           : shapes.prefix,
+                                                     shapes.flags)
+                     .c_str(),
+                 stdout);
+      return 0;
+    }
     if (!synthetic_dir.empty()) {
       auto vocab = config.model.vocab_size > 0 ? config.model.vocab_size : 50257;
       shapelaw::write_synthetic_shards(synthetic_dir, synthetic_tokens, uint32_t(vocab), config.seed);
