@@ -199,8 +199,7 @@ void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& 
 
 // ---------------------------------------------------------------- readers (checkpoint.h)
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir) {
-  static const Distributed reader;  // rank 0 of 1: reads only
-  return Checkpointer(out_dir, 1, reader).complete();
+  return Checkpointer(out_dir, 1, Distributed::single()).complete();
 }
 
 json read_checkpoint_state(const std::string& checkpoint_dir) {

@@ -59,7 +59,7 @@ class Checkpointer {
  private:
   std::string dir_;
   int keep_;
-  const Distributed* dist_;  // null: a reader (list_checkpoints)
+  const Distributed* dist_;  // the ranks that write together
   bool leader_;
 };
 

@@ -160,6 +160,11 @@ std::string Distributed::backends() {
   return list;
 }
 
+const Distributed& Distributed::single() {
+  static const Distributed one;
+  return one;
+}
+
 int Distributed::world_from_env() { return env_int("WORLD_SIZE", "SLURM_NTASKS", 1); }
 
 Distributed Distributed::from_env(const std::string& device) {

@@ -16,7 +16,8 @@ struct Distributed {
   std::shared_ptr<void> group;  // the c10d process group (opaque here); null: no collectives
 
   static Distributed from_env(const std::string& device);
-  static int world_from_env();  // WORLD_SIZE or SLURM_NTASKS (default 1), connecting to nothing
+  static int world_from_env();
+  static const Distributed& single();  // one process, no collectives  // WORLD_SIZE or SLURM_NTASKS (default 1), connecting to nothing
   static bool available();  // whether this build can run world > 1
   static bool has_backend(const std::string& name);  // "gloo", "nccl"
   static std::string backends();                       // "gloo, nccl", "" if none

@@ -29,7 +29,7 @@ struct OptimizerGroup {
 
 class Optimizer {
  public:
-  Optimizer(TransformerImpl& model, const TrainConfig& config, const Distributed& dist);
+  Optimizer(TransformerImpl& model, const TrainConfig& config, const Distributed& dist = Distributed::single());
   void set_lr(double base_lr);
   void step(double clip_scale);  // gradients times clip_scale, one AdamW step
   const std::vector<OptimizerGroup>& groups() const { return groups_; }
