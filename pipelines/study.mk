@@ -58,11 +58,14 @@ LENIENT ?=
 STUDY_JOBS ?= $(shell nproc)
 V ?=
 
-# Parallel by default; an explicit -jN (also -j1), or a parent's job server, wins.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# Parallel by default. An explicit -jN (also -j1) on the command line wins over this
+# line; a parent make's job server (seen in the MAKEFLAGS it exported: make 4.3 fills
+# its own MAKEFLAGS only after reading the makefiles) is shared, not replaced.
+ifeq ($(filter -j% --jobserver%,$(shell printenv MAKEFLAGS)),)
 MAKEFLAGS += -j$(STUDY_JOBS)
 endif
-jobs := $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),$(STUDY_JOBS))
+# the job slots, as make runs the recipes (-j alone: no limit)
+jobs = $(or $(patsubst -j%,%,$(lastword $(filter -j%,$(MAKEFLAGS)))),$(words $(todo)))
 Q := $(if $(V),,@)
 
 runs_dir := $(STUDY)/runs
@@ -89,9 +92,13 @@ runs := $(foreach r,$(grid_runs),$(word 2,$(subst ^, ,$(r))))
 probed_runs := $(shell for r in $(grid_runs); do IFS=^ read -r _ name depth _ <<<"$$r"; \
   [ "$$depth" -lt $(PROBE_MIN_DEPTH) ] || echo "$$name"; done)
 run_flags = --depth $(word 3,$(call grid_row,$(1))) --width $(word 4,$(call grid_row,$(1))) $(wordlist 6,999,$(call grid_row,$(1)))
-swept := $(patsubst swept^%,%,$(filter swept^%,$(grid_plan)))
-# With a sweep the fit keeps, per configuration, the best value of each swept flag.
-fit_args = $(FIT_ARGS) $(foreach k,$(swept),--best-of $(k))
+swept := $(sort $(patsubst swept^%,%,$(filter swept^%,$(grid_plan))))
+# With a sweep the fit keeps, per configuration, the runs of the best value of the swept
+# flag (fit-law --best-of takes one key: lr when it is swept; runs that differ in another
+# swept flag are then fitted as configurations of their own).
+best_of := $(if $(filter lr,$(swept)),lr,$(firstword $(swept)))
+$(if $(word 2,$(swept)),$(warning $(GRID): several flags swept ($(swept)): the fit keeps the best $(best_of) per configuration; the other sweeps stay separate configurations))
+fit_args = $(FIT_ARGS) $(if $(best_of),--best-of $(best_of))
 
 summaries := $(runs:%=$(runs_dir)/%/summary.json)
 grad_fits := $(probed_runs:%=$(runs_dir)/%/grad_fit.json)
