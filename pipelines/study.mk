@@ -98,7 +98,9 @@ swept := $(sort $(patsubst swept^%,%,$(filter swept^%,$(grid_plan))))
 # swept flag are then fitted as configurations of their own).
 best_of := $(if $(filter lr,$(swept)),lr,$(firstword $(swept)))
 $(if $(word 2,$(swept)),$(warning $(GRID): several flags swept ($(swept)): the fit keeps the best $(best_of) per configuration; the other sweeps stay separate configurations))
-fit_args = $(FIT_ARGS) $(if $(best_of),--best-of $(best_of))
+# D_crit(W) with bootstrap CIs at the grid's widths and around them (the report's panel).
+dcrit_widths := $(patsubst dcrit_widths^%,%,$(filter dcrit_widths^%,$(grid_plan)))
+fit_args = $(FIT_ARGS) $(if $(best_of),--best-of $(best_of)) $(if $(dcrit_widths),--dcrit-widths $(dcrit_widths))
 
 summaries := $(runs:%=$(runs_dir)/%/summary.json)
 grad_fits := $(probed_runs:%=$(runs_dir)/%/grad_fit.json)
