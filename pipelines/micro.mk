@@ -93,6 +93,8 @@ BATCH_TOKENS ?= 2048
 TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) --micro-batch 32 \
   --tokens $(TOKENS) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 --val-every $(VAL_EVERY) \
   --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads $(THREADS)
+# TRAIN_EXTRA: flags appended to every run (study.mk; the last of a repeated flag wins),
+# e.g. the controls study's --param completep ...
 STUDY_TITLE ?= shapelaw micro-study: Brown corpus, $(VOCAB)-token BPE, $(TOKENS) tokens per run
 DATA_MANIFEST := $(manifest)
 TOKENIZER := $(tokenizer)
