@@ -100,7 +100,9 @@ best_of := $(if $(filter lr,$(swept)),lr,$(firstword $(swept)))
 $(if $(word 2,$(swept)),$(warning $(GRID): several flags swept ($(swept)): the fit keeps the best $(best_of) per configuration; the other sweeps stay separate configurations))
 # D_crit(W) with bootstrap CIs at the grid's widths and around them (the report's panel).
 dcrit_widths := $(patsubst dcrit_widths^%,%,$(filter dcrit_widths^%,$(grid_plan)))
-fit_args = $(FIT_ARGS) $(if $(best_of),--best-of $(best_of)) $(if $(dcrit_widths),--dcrit-widths $(dcrit_widths))
+# (after the inputs: a list option would take the summaries that follow it as widths)
+dcrit_opt := $(if $(dcrit_widths),--dcrit-widths $(dcrit_widths))
+fit_args = $(FIT_ARGS) $(if $(best_of),--best-of $(best_of))
 
 summaries := $(runs:%=$(runs_dir)/%/summary.json)
 grad_fits := $(probed_runs:%=$(runs_dir)/%/grad_fit.json)
@@ -117,7 +119,7 @@ train_command = $(LAUNCH) train --out $(runs_dir)/$(1) --run-id $(1) $(TRAIN_ARG
 
 $(foreach r,$(runs),$(call sync_stamp,$(runs_dir)/$(r)/train.args,$(call train_command,$(r)),$(r)))
 $(call sync_stamp,$(results)/probe.args,$(PROBE_ARGS) $(PROBE_FROM) $(PROBE_LOG_STEP))
-$(call sync_stamp,$(results)/fit.args,$(fit_args))
+$(call sync_stamp,$(results)/fit.args,$(fit_args) $(dcrit_opt))
 $(call sync_stamp,$(results)/audit.args,$(AUDIT_ARGS))
 
 # The runs this make will train (a changed stamp has already wiped its run), for the
@@ -173,7 +175,7 @@ $(results)/tau-fit.md: $(results)/tau.csv $(results)/fit.args
 
 $(results)/fit.json: $(summaries) $(results)/fit.args
 	@mkdir -p $(@D)
-	fit-law $(fit_args) $(summaries) -o $@ --predictions $(results)/predictions.csv --format markdown > $(results)/fit.md
+	fit-law $(fit_args) $(summaries) $(dcrit_opt) -o $@ --predictions $(results)/predictions.csv --format markdown > $(results)/fit.md
 
 # The fitted law's D_crit comes from its best model with a depth penalty; a fit in
 # which no such model could be fitted (e.g. depth does not vary) gets a note instead.
