@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "probe/measure.h"
 #include "probe/measure_torch.h"
+#include "records/run_summary.h"
 #include "shards/dataset.h"
 #include "train/cpu_threads.h"
 #include "compat/torch_compat.h"
@@ -234,8 +235,8 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   } catch (const Error& e) {
     throw Error(located(state_path, 0, e.what()));
   }
-  json summary = json::object();
-  if (fs::exists(ref.run_dir + "/summary.json")) summary = read_json(ref.run_dir + "/summary.json");
+  records::RunSummary summary;
+  if (fs::exists(ref.run_dir + "/summary.json")) summary = records::read_run_summary(ref.run_dir + "/summary.json");
 
   // data, and proof that its token ids mean what they meant in training
   std::string data = o.data.empty() ? cfg.data : o.data;
@@ -246,7 +247,7 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   TokenDataset dataset = TokenDataset::open(data);
   if (!o.tokenizer_model.empty()) dataset.check_tokenizer(o.tokenizer_model);
   const std::string run_manifest = ref.state.value("data_manifest_sha256", "");
-  std::string run_tokenizer = summary.value("tokenizer_sha256", "");
+  std::string run_tokenizer = summary.tokenizer_sha256;
   if (run_tokenizer.empty() && !cfg.data.empty() && fs::exists(cfg.data)) {
     try {
       TokenDataset original = TokenDataset::open(cfg.data);
@@ -302,8 +303,8 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   std::string split_name = o.split;
   if (o.replay_train_step) {
     split_name = "train";
-    if (summary.value("world_size", 1) != 1)
-      throw Error("--replay-train-step: the run used " + summary["world_size"].dump() +
+    if (summary.world_size != 1)
+      throw Error("--replay-train-step: the run used " + std::to_string(summary.world_size) +
                   " data-parallel ranks; replay reproduces single-process runs only");
     const int64_t per_step = cfg.batch_tokens / seq, accum = per_step / cfg.micro_batch;
     if (per_step % cfg.micro_batch != 0 || accum < 1)
