@@ -341,3 +341,51 @@ TEST_CASE("a run's losses do not depend on how many runs make runs at once") {
   }
   CHECK(compared == 3);
 }
+
+TEST_CASE("make controls: three arms, best-of-lr selection, a report, and nothing rerun") {
+  test::TempDir dir;
+  const std::string data = dir.path() + "/data", grid = dir.path() + "/controls.grid";
+  write_corpus(data, 11);
+  test::write_text(grid, "# tiny\nw16-d1 1 16\nw16-d2 2 16\nw16-d4 4 16\nw32-d1 1 32\nw32-d2 2 32\nw32-d4 4 32\n");
+  const std::string vars = "-f pipelines/controls.mk DATA=" + data + " CONTROLS_GRID=" + grid + " CONTROLS_REPORT=" +
+                           dir.path() + "/report TOKENS=4096 VOCAB=400 SP_LRS='1e-3 3e-3' CP_LRS='1e-2 3e-2' " +
+                           "FIT_ARGS='-B 10 --no-loo --no-profile'";
+  auto r = run(make("-j2 " + vars));
+  INFO(r.output.substr(r.output.size() > 4000 ? r.output.size() - 4000 : 0));
+  REQUIRE(r.exit_code == 0);
+  const std::string report = dir.path() + "/report";
+  CHECK(count_lines_starting(test::read_text(data + "/micro/controls/sp/grid"), "w16-d2-lr3e-3 2 16 --lr 3e-3") == 1);
+  CHECK(count_lines_starting(test::read_text(data + "/micro/controls/completep/grid"), "w32-d4-lr1e-2 4 32 --lr 1e-2") == 1);
+  // every run once per arm and lr: 6 rows x 2 lrs x 2 parameterizations
+  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "sp\t") == 12);
+  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "completep\t") == 12);
+  nlohmann::json s = nlohmann::json::parse(test::read_text(data + "/micro/controls/completep/runs/w32-d4-lr3e-2/summary.json"));
+  CHECK(s["param"] == "completep");
+  CHECK(s["config"]["lr"] == 3e-2);
+  CHECK(s["config"]["min_lr_ratio"] == 0.1);
+  // the fixed-lr arm is the 3e-3 slice of SP; the tuned arms pick one lr per row
+  std::istringstream sel(test::read_text(report + "/selected.tsv"));
+  std::string line;
+  int fixed = 0, tuned = 0, cp = 0;
+  while (std::getline(sel, line)) {
+    if (line.rfind("sp-fixed\t", 0) == 0) {
+      fixed++;
+      CHECK(line.find("\t0.003\t") != std::string::npos);
+    }
+    tuned += line.rfind("sp-tuned\t", 0) == 0;
+    cp += line.rfind("completep\t", 0) == 0;
+  }
+  CHECK(fixed == 6);
+  CHECK(tuned == 6);
+  CHECK(cp == 6);
+  CHECK(count_lines_starting(test::read_text(report + "/excess.tsv"), "sp-tuned\t") == 2);  // per width
+  const std::string readme = test::read_text(report + "/README.md");
+  CHECK_THAT(readme, Catch::Contains("## Verdict") && Catch::Contains("**SP, lr 3e-3**") &&
+                         Catch::Contains("**CompleteP, best base lr**") && Catch::Contains("tokens per parameter"));
+  for (const char* png : {"ucurves.png", "best-lr.png", "lr-transfer.png", "ucurves.pdf"})
+    CHECK(fs::exists(report + "/" + png));
+  CHECK(fs::exists(report + "/fits/completep.json"));
+  // finished runs are never retrained
+  r = run(make("-n " + vars));
+  CHECK(r.output.find("train --out") == std::string::npos);
+}
