@@ -1,5 +1,6 @@
 # shapelaw — top-level entry points. `make` runs the embedded micro-study,
 # `make test` builds and runs every test. Both install missing Debian packages first.
+# The studies run nproc runs at once by default; `make -jN` sets the count (-j1: one by one).
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -8,11 +9,15 @@ export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
 .PHONY: all deps build test fast controls refit bench-data bench-train bench-fit refit-paper clean help
 
+# An explicit -j1 here reaches the study (a sub-make would otherwise pick its own default).
+study_jobs = $(if $(filter -j1,$(MAKEFLAGS)),STUDY_JOBS=1)
+
 all: build
-	$(MAKE) -f pipelines/micro.mk
+	$(MAKE) -f pipelines/micro.mk $(study_jobs)
 
 help:
-	@echo "make              build, then run the embedded micro pipeline (pipelines/micro.mk)"
+	@echo "make              build, then run the embedded micro pipeline (pipelines/micro.mk), nproc runs at once"
+	@echo "                  (-jN: N at once; V=1: echo commands; SEEDS=, LRS=, GRID=, TOKENS=, DATA=: see README)"
 	@echo "make test         build and run all tests (CTest)"
 	@echo "make bench-data   tokenize/shard benchmarks (results: docs/benchmarks.md)"
 	@echo "make bench-train  trainer benchmark against the PyTorch reference"
@@ -45,7 +50,7 @@ bench-fit: build
 	bench/fit.sh
 
 fast: build
-	$(MAKE) -f pipelines/micro.mk FAST=1
+	$(MAKE) -f pipelines/micro.mk FAST=1 $(study_jobs)
 
 # the controls study (tuned learning rates, CompleteP): runs in parallel, one thread each
 controls: build

@@ -1,22 +1,30 @@
 # The embedded micro-study (run by a bare `make`): Brown corpus -> tokenize -> shard
 # -> verify -> a depth sweep at several widths (train) -> probe-grads -> fit-law ->
-# audit -> report/. Tools come from build/bin (the top-level Makefile puts it on PATH).
+# audit -> report/. Tools come from build/bin (pipelines/tools.mk finds it).
 #   make                      the default study (budget: under 30 minutes on 2 cores)
 #   make FAST=1               three tiny runs, every stage (under 3 minutes)
 #   make GRID=my.grid TOKENS=2000000 ...   any grid and budget
 #   make SEEDS="42 43 44"     every run once per seed (study-seeds/, report-seeds/): the
 #                             seed-to-seed spread, and each law's lack of fit against it
+#   make LRS="1e-3 3e-3 1e-2" every run once per learning rate; the fit keeps the best
+#   make TRAIN_EXTRA="--mlp swiglu"   flags appended to every run's train flags
+# Outputs follow DATA and STUDY: the repository's report/ (report-seeds/) is written only
+# by the default study; any other STUDY or DATA gets STUDY/report unless REPORT_DIR is set.
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 
+# (read before DATA and STUDY get their defaults)
+study_is_default := $(and $(filter undefined,$(origin STUDY)),$(filter undefined,$(origin DATA)))
 DATA ?= data
 VOCAB ?= 2048
 VALIDATION_FRACTION ?= 0.02
 SEED ?= 42
 FAST ?=
 
+include pipelines/tools.mk
 include pipelines/stamps.mk
+$(call require_tools,tokenize shard)
 .DEFAULT_GOAL := all
 corpus_dir := $(DATA)/corpus/brown
 corpus := $(corpus_dir)/.complete
@@ -56,30 +64,37 @@ $(verified): $(manifest)
 # Brown training split) per run and a high learning rate so tiny models move off the
 # unigram plateau in budget; the paper's Table 5 values stay train's defaults. Raise
 # TOKENS for a study that means more.
+# THREADS: one per run, and as many runs at once as there are cores (study.mk). At these
+# widths a second thread speeds a run up by far less than 2x (docs/benchmarks.md,
+# "Pipelines": 0.8-1.1x at W 16-64), so cores go further as parallel runs; the count is
+# fixed, not derived from -j or nproc, so a run's losses are the same on any machine
+# and at any -j. Raise it for a study with fewer runs than cores.
+THREADS ?= 1
+# Validation passes during training, for the report's training curves (16384 tokens,
+# forward only: ~2% of a run at every 96 steps; training itself is unchanged by them).
+VAL_EVERY ?= 96
 ifeq ($(FAST),1)
 GRID ?= pipelines/grids/micro-fast.grid
 TOKENS ?= 16384
 STUDY ?= $(DATA)/micro/study-fast
 REPORT_DIR ?= $(STUDY)/report
-PROBE_ARGS ?= -K 2 -B 2 -q
+PROBE_ARGS ?= -K 2 -B 2 -q --threads $(THREADS)
 FIT_ARGS ?= -B 50 --no-loo
 else
 GRID ?= pipelines/grids/micro.grid
 TOKENS ?= 1179648
 STUDY ?= $(DATA)/micro/study$(if $(strip $(SEEDS)),-seeds)
-REPORT_DIR ?= report$(if $(strip $(SEEDS)),-seeds)
-PROBE_ARGS ?= -K 4 -B 4 -q
+REPORT_DIR ?= $(if $(study_is_default),report$(if $(strip $(SEEDS)),-seeds),$(STUDY)/report)
+PROBE_ARGS ?= -K 4 -B 4 -q --threads $(THREADS)
 FIT_ARGS ?= -B 200
 endif
 SEQ_LEN ?= 64
 BATCH_TOKENS ?= 2048
 TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) --micro-batch 32 \
-  --tokens $(TOKENS) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 \
-  --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads 2
-# TRAIN_EXTRA: flags appended to every run (the last of a repeated flag wins), e.g. the
-# controls study's --param completep ... or --threads 1 for parallel runs.
-TRAIN_EXTRA ?=
-TRAIN_ARGS += $(TRAIN_EXTRA)
+  --tokens $(TOKENS) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 --val-every $(VAL_EVERY) \
+  --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads $(THREADS)
+# TRAIN_EXTRA: flags appended to every run (study.mk; the last of a repeated flag wins),
+# e.g. the controls study's --param completep ...
 STUDY_TITLE ?= shapelaw micro-study: Brown corpus, $(VOCAB)-token BPE, $(TOKENS) tokens per run
 DATA_MANIFEST := $(manifest)
 TOKENIZER := $(tokenizer)

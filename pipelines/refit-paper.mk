@@ -1,10 +1,12 @@
 # Refit the paper's own tables (examples/paper/) with fit-law and print the paper's
 # claimed values side by side with ours, with a sentence for every mismatch.
-# Run by `make refit-paper` (build/bin on PATH). Outputs go to $(OUT)/.
+# Run by `make refit-paper` (tools from build/bin, pipelines/tools.mk). Outputs go to $(OUT)/.
 #   make refit-paper B=200      fewer bootstrap resamples (default 1000)
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
+include pipelines/tools.mk
+$(call require_tools,fit-law)
 
 OUT ?= report/refit-paper
 B ?= 1000
@@ -12,7 +14,7 @@ SEED ?= 42
 PAPER := examples/paper
 FIT := fit-law -B $(B) --seed $(SEED)
 # refit when the tool itself was rebuilt
-FITLAW_BIN := $(shell command -v fit-law)
+FITLAW_BIN := $(shell $(with_path) command -v fit-law)
 
 # The paper's method (§4.2): nonlinear least squares (LM) in loss space, Φ as §3.4
 # defines it, N = 12·D·W² (§3.1), all 30 runs; Table 10's token counts are not given,

@@ -8,6 +8,8 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
+include pipelines/tools.mk
+$(call require_tools,fit-law audit jq)
 
 RUNS ?= examples/paper/paper30.csv
 OUT ?= work/refit

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,18 @@ int count_rows(const std::string& path) {  // CSV data rows
   return n;
 }
 
+// A synthetic corpus in the place of the fetched Brown corpus keeps the tests off the
+// network (scripts/fetch-corpus is what a bare `make` runs; import-brown is tested in
+// tests/corpus).
+void write_corpus(const std::string& data, int seed) {
+  const std::string corpus = data + "/corpus/brown";
+  fs::create_directories(corpus + "/train/chunk1");
+  fs::create_directories(corpus + "/validation/chunk1");
+  test::write_synthetic_corpus(corpus + "/train/chunk1/example_train_0.jsonl", 300, seed);
+  test::write_synthetic_corpus(corpus + "/validation/chunk1/example_holdout_0.jsonl", 20, seed + 1);
+  test::write_text(corpus + "/.complete", "");
+}
+
 }  // namespace
 
 TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing") {
@@ -82,21 +95,16 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
 TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only what changed") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data";
-  // A synthetic corpus in the place of the fetched Brown corpus keeps the test off the
-  // network (scripts/fetch-corpus is what a bare `make` runs; import-brown is tested in
-  // tests/corpus).
-  const std::string corpus = data + "/corpus/brown";
-  fs::create_directories(corpus + "/train/chunk1");
-  fs::create_directories(corpus + "/validation/chunk1");
-  test::write_synthetic_corpus(corpus + "/train/chunk1/example_train_0.jsonl", 300, 11);
-  test::write_synthetic_corpus(corpus + "/validation/chunk1/example_holdout_0.jsonl", 20, 12);
-  test::write_text(corpus + "/.complete", "");
+  write_corpus(data, 11);
   const std::string vars = "-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=400 FIT_ARGS='-B 20 --no-loo'";
   auto r = run(make(vars));
   INFO(r.output.substr(r.output.size() > 4000 ? r.output.size() - 4000 : 0));
   REQUIRE(r.exit_code == 0);
 
   const std::string study = data + "/micro/study-fast";
+  // The closing block: the verdict, the per-width table, where the report is.
+  CHECK_THAT(r.output, Catch::Contains("depth penalty") && Catch::Contains("best loss") &&
+                           Catch::Contains("report: " + study + "/report/README.md"));
   const std::string grid = test::source("pipelines/grids/micro-fast.grid");
   int grid_runs = 0;
   {
@@ -127,6 +135,20 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
       ++pngs;
     }
   CHECK(pngs >= 5);
+  CHECK(fs::exists(study + "/report/ucurves.pdf"));
+  {  // params.csv: one row per fitted parameter of every law
+    auto fit = nlohmann::json::parse(test::read_text(study + "/results/fit.json"));
+    size_t params = 0;
+    for (const auto& m : fit.at("models")) params += m.at("param_names").size();
+    CHECK(params >= 2);
+    if (fs::exists(study + "/results/tau-fit.json"))
+      for (const auto& m : nlohmann::json::parse(test::read_text(study + "/results/tau-fit.json")).at("models"))
+        params += m.at("param_names").size();
+    CHECK(count_rows(study + "/report/params.csv") == int(params));
+  }
+  // Three runs leave AICc undefined: the report says so instead of naming a law.
+  CHECK_THAT(readme, Catch::Contains("no law is selected"));
+  CHECK_THAT(readme, !Catch::Contains("\n# "));  // included documents are nested, not top level
   // audit reads the fit record (this grid fits no law with a critical depth, and audit says so).
   auto a = run(test::bin("audit") + " " + test::source("examples/flagship-models.csv") + " --law " +
                study + "/results/fit.json --model kaplan");
@@ -157,7 +179,14 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   r = run(make("-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=6144 VOCAB=400 FIT_ARGS='-B 20 --no-loo' runs"));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("retraining it from scratch"));
-  CHECK(count_lines_starting(r.output, "train ") == grid_runs);
+  // the terminal: a line per run as it starts and as it ends, with its result and the ETA
+  CHECK(count_lines_starting(r.output, "[") == 2 * grid_runs);
+  CHECK_THAT(r.output, Catch::Contains("[1/" + std::to_string(grid_runs) + "] w64-d3") &&
+                           Catch::Contains("val ") && Catch::Contains("study ETA") &&
+                           Catch::Contains("last run done"));
+  CHECK(count_lines_starting(r.output, "train ") == 0);  // commands go to the logs (V=1 echoes them)
+  CHECK(test::read_text(study + "/runs/w16-d3/train.log").find("$ train --out " + study + "/runs/w16-d3") !=
+        std::string::npos);
 
   // SEEDS: every grid row once per seed, grouped; fit-law and the report see the replicates.
   const std::string seeded = data + "/seeded";
@@ -175,4 +204,211 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   CHECK_THAT(test::read_text(seeded + "/report/README.md"),
              Catch::Contains("Replicates: " + std::to_string(2 * grid_runs) + " runs in " + std::to_string(grid_runs) +
                              " configurations"));
+}
+
+namespace {
+
+// A grid file in DIR, and make -n on the micro pipeline with it (prints the plan only).
+test::CommandResult plan(const test::TempDir& dir, const std::string& grid_text, const std::string& vars = "") {
+  const std::string grid = dir.path() + "/test.grid";
+  test::write_text(grid, grid_text);
+  return run(make("-n -f pipelines/micro.mk DATA=" + dir.path() + "/data GRID=" + grid + " " + vars));
+}
+
+std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a grid is checked before anything runs, naming the file and line") {
+  test::TempDir dir;
+  const std::string grid = dir.path() + "/test.grid";
+  struct Case {
+    std::string text, message;
+  };
+  const Case cases[] = {
+      {"a 1 16\nb 2 32\nc 4 --lr 1e-3\n", "test.grid:3: error: run c: depth and width come before"},
+      {"a 1 16\nb 2 32\na 4 32\n", "test.grid:3: error: run name a repeats the run of line 1"},
+      {"a 1 16\n# comment\nb 2 24\n", "test.grid:3: error: run b: head dimension 16 does not divide width 24"},
+      {"a 1 16\nb 0 32\n", "test.grid:2: error: depth \"0\" of run b is not an integer >= 1"},
+      {"a 1 16\nb 2 32 --no-such-flag 3\n", "test.grid:2: error: run b: train has no option --no-such-flag"},
+      {"a 1 16\nb 2 32 --out elsewhere\n", "test.grid:2: error: run b: --out is set by the pipeline"},
+      {"a 1 16\nb 2 16\n", "test.grid: error: the width does not vary"},
+  };
+  for (const auto& c : cases) {
+    auto r = plan(dir, c.text);
+    INFO(c.text << r.output);
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.output, Catch::Contains(dir.path() + "/" + c.message));
+    CHECK_THAT(r.output, Catch::Contains("nothing was run"));
+    CHECK(count_lines_starting(r.output, "train ") == 0);
+  }
+  // One width runs with LENIENT=1, warned; a depth that never varies is a warning up front.
+  auto r = plan(dir, "a 1 16\nb 2 16\n", "LENIENT=1");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains(grid + ": warning: the width does not vary"));
+  r = plan(dir, "a 2 16\nb 2 32\n");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("warning: depth does not vary at any width: the U-curve question cannot be asked"));
+  CHECK(count_lines_starting(r.output, "train --out") == 2);
+}
+
+TEST_CASE("sweeps expand a grid row into one run per value, composing with seeds") {
+  test::TempDir dir;
+  const std::string runs = dir.path() + "/data/micro/study/runs/";
+  // LRS: every row once per learning rate, named R-lr<value>, the last --lr winning.
+  auto r = plan(dir, "a 1 16\nb 2 32\n", "LRS='1e-3 1e-2'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto trains = lines_starting(r.output, "train --out");
+  REQUIRE(trains.size() == 4);
+  for (const std::string run : {"a-lr1e-3", "a-lr1e-2", "b-lr1e-3", "b-lr1e-2"}) {
+    auto line = lines_starting(r.output, "train --out " + runs + run + " ");
+    REQUIRE(line.size() == 1);
+    const std::string lr = run.substr(run.size() - 4);
+    CHECK(line[0].rfind("--lr " + lr + " --data") != std::string::npos);
+    CHECK_THAT(line[0], Catch::Contains("--run-id " + run + " ") && !Catch::Contains("--run-group"));
+  }
+  CHECK(lines_starting(r.output, "fit-law ").at(0).find("--best-of lr") != std::string::npos);
+
+  // With SEEDS: the replicates of one learning rate form a group.
+  r = plan(dir, "a 1 16\nb 2 32\n", "LRS='1e-3 1e-2' SEEDS='7 8'");
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_starting(r.output, "train --out").size() == 8);
+  auto line = lines_starting(r.output, "train --out " + dir.path() + "/data/micro/study-seeds/runs/b-lr1e-2-s8 ");
+  REQUIRE(line.size() == 1);
+  CHECK_THAT(line[0], Catch::Contains("--lr 1e-2 --seed 8 --run-group b-lr1e-2 --data"));
+
+  // A row's own comma list sweeps that row only; lists of flags that are not sweepable
+  // (--probe-steps takes a list) stay one value; two lists multiply.
+  r = plan(dir, "a 1 16 --lr 1e-3,3e-3 --probe-steps 1,2\nb 2 32\nc 2 16 --lr 1e-3,3e-3 --weight-decay 0,0.1\n");
+  REQUIRE(r.exit_code == 0);
+  trains = lines_starting(r.output, "train --out");
+  CHECK(trains.size() == 2 + 1 + 4);
+  line = lines_starting(r.output, "train --out " + runs + "a-lr3e-3 ");
+  REQUIRE(line.size() == 1);
+  CHECK_THAT(line[0], Catch::Contains("--probe-steps 1,2 --lr 3e-3 --data"));
+  CHECK(lines_starting(r.output, "train --out " + runs + "b ").size() == 1);
+  CHECK(lines_starting(r.output, "train --out " + runs + "c-lr3e-3-weight-decay0.1 ").size() == 1);
+  auto fit = lines_starting(r.output, "fit-law ").at(0);
+  CHECK_THAT(fit, Catch::Contains("--best-of lr") && !Catch::Contains("--best-of weight_decay"));
+  CHECK_THAT(r.output, Catch::Contains("several flags swept (lr weight_decay)"));
+  // weight decay alone: its summary.json key
+  r = plan(dir, "a 1 16\nb 2 32\n", "SWEEP=weight-decay=0,0.1");
+  REQUIRE(lines_starting(r.output, "train --out " + runs + "a-weight-decay0.1 ").size() == 1);
+  CHECK_THAT(lines_starting(r.output, "fit-law ").at(0), Catch::Contains("--best-of weight_decay"));
+  // Without a sweep, no --best-of.
+  r = plan(dir, "a 1 16\nb 2 32\n");
+  CHECK_THAT(lines_starting(r.output, "fit-law ").at(0), !Catch::Contains("--best-of"));
+}
+
+TEST_CASE("outputs follow DATA and STUDY, and the pipelines find the tools themselves") {
+  test::TempDir dir;
+  auto report_dir = [&](const std::string& vars) {
+    auto r = run("cd " + test::source("") + " && make --no-print-directory -n -f pipelines/micro.mk " + vars);
+    INFO(r.output.substr(0, 2000));
+    auto line = lines_starting(r.output, "scripts/make-report");
+    REQUIRE(line.size() == 1);
+    return line[0].substr(line[0].find("--out ") + 6);
+  };
+  CHECK(report_dir("") == "report");
+  CHECK(report_dir("SEEDS='1 2'") == "report-seeds");
+  CHECK(report_dir("DATA=" + dir.path()) == dir.path() + "/micro/study/report");
+  CHECK(report_dir("STUDY=" + dir.path() + "/s") == dir.path() + "/s/report");
+  CHECK(report_dir("STUDY=" + dir.path() + "/s REPORT_DIR=" + dir.path() + "/r") == dir.path() + "/r");
+  // Without the tools: one message naming them and what to do, before anything runs.
+  auto r = run("cd " + test::source("") + " && PATH=/usr/bin:/bin make --no-print-directory -f pipelines/micro.mk BUILD=" +
+               dir.path() + "/no-build DATA=" + dir.path());
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("tokenize shard: not found in " + dir.path() + "/no-build/bin") &&
+                           Catch::Contains("make build"));
+}
+
+TEST_CASE("a run's losses do not depend on how many runs make runs at once") {
+  test::TempDir dir;
+  const std::string data = dir.path() + "/data";
+  write_corpus(data, 21);
+  const std::string vars = "-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=8192 VOCAB=400 runs";
+  for (const char* jobs : {"1", "2"}) {
+    auto r = run(make("-j" + std::string(jobs) + " " + vars + " STUDY=" + dir.path() + "/j" + jobs));
+    INFO(r.output.substr(r.output.size() > 3000 ? r.output.size() - 3000 : 0));
+    REQUIRE(r.exit_code == 0);
+  }
+  auto losses = [](const std::string& metrics) {
+    std::vector<std::string> out;
+    std::istringstream in(test::read_text(metrics));
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      out.push_back(j.at("kind").get<std::string>() + " " + std::to_string(j.at("step").get<int>()) + " " +
+                    j.value("loss", nlohmann::json()).dump() + " " + j.value("val_loss", nlohmann::json()).dump() +
+                    " " + j.value("grad_norm", nlohmann::json()).dump());
+    }
+    return out;
+  };
+  int compared = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path() + "/j1/runs")) {
+    const std::string run = entry.path().filename().string();
+    auto a = losses(entry.path().string() + "/metrics.jsonl");
+    auto b = losses(dir.path() + "/j2/runs/" + run + "/metrics.jsonl");
+    INFO(run);
+    CHECK(a.size() >= 4);
+    CHECK(a == b);  // bit for bit: the JSON numbers are printed at full precision
+    ++compared;
+  }
+  CHECK(compared == 3);
+}
+
+TEST_CASE("make controls: three arms, best-of-lr selection, a report, and nothing rerun") {
+  test::TempDir dir;
+  const std::string data = dir.path() + "/data", grid = dir.path() + "/controls.grid";
+  write_corpus(data, 11);
+  test::write_text(grid, "# tiny\nw16-d1 1 16\nw16-d2 2 16\nw16-d4 4 16\nw32-d1 1 32\nw32-d2 2 32\nw32-d4 4 32\n");
+  const std::string vars = "-f pipelines/controls.mk DATA=" + data + " CONTROLS_GRID=" + grid + " CONTROLS_REPORT=" +
+                           dir.path() + "/report TOKENS=4096 VOCAB=400 SP_LRS='1e-3 3e-3' CP_LRS='1e-2 3e-2' " +
+                           "FIT_ARGS='-B 10 --no-loo --no-profile'";
+  auto r = run(make("-j2 " + vars));
+  INFO(r.output.substr(r.output.size() > 4000 ? r.output.size() - 4000 : 0));
+  REQUIRE(r.exit_code == 0);
+  const std::string report = dir.path() + "/report";
+  CHECK(count_lines_starting(test::read_text(data + "/micro/controls/sp/grid"), "w16-d2-lr3e-3 2 16 --lr 3e-3") == 1);
+  CHECK(count_lines_starting(test::read_text(data + "/micro/controls/completep/grid"), "w32-d4-lr1e-2 4 32 --lr 1e-2") == 1);
+  // every run once per arm and lr: 6 rows x 2 lrs x 2 parameterizations
+  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "sp\t") == 12);
+  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "completep\t") == 12);
+  nlohmann::json s = nlohmann::json::parse(test::read_text(data + "/micro/controls/completep/runs/w32-d4-lr3e-2/summary.json"));
+  CHECK(s["param"] == "completep");
+  CHECK(s["config"]["lr"] == 3e-2);
+  CHECK(s["config"]["min_lr_ratio"] == 0.1);
+  // the fixed-lr arm is the 3e-3 slice of SP; the tuned arms pick one lr per row
+  std::istringstream sel(test::read_text(report + "/selected.tsv"));
+  std::string line;
+  int fixed = 0, tuned = 0, cp = 0;
+  while (std::getline(sel, line)) {
+    if (line.rfind("sp-fixed\t", 0) == 0) {
+      fixed++;
+      CHECK(line.find("\t0.003\t") != std::string::npos);
+    }
+    tuned += line.rfind("sp-tuned\t", 0) == 0;
+    cp += line.rfind("completep\t", 0) == 0;
+  }
+  CHECK(fixed == 6);
+  CHECK(tuned == 6);
+  CHECK(cp == 6);
+  CHECK(count_lines_starting(test::read_text(report + "/excess.tsv"), "sp-tuned\t") == 2);  // per width
+  const std::string readme = test::read_text(report + "/README.md");
+  CHECK_THAT(readme, Catch::Contains("## Verdict") && Catch::Contains("**SP, lr 3e-3**") &&
+                         Catch::Contains("**CompleteP, best base lr**") && Catch::Contains("tokens per parameter"));
+  for (const char* png : {"ucurves.png", "best-lr.png", "lr-transfer.png", "ucurves.pdf"})
+    CHECK(fs::exists(report + "/" + png));
+  CHECK(fs::exists(report + "/fits/completep.json"));
+  // finished runs are never retrained
+  r = run(make("-n " + vars));
+  CHECK(r.output.find("train --out") == std::string::npos);
 }
