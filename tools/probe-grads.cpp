@@ -12,7 +12,7 @@
 #include "probe/profile.h"
 #include "probe/summarize.h"
 #include "probe/tau_fit.h"
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
 #include "util/cpu_runtime.h"

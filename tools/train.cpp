@@ -4,12 +4,14 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "train/distributed.h"
 #include "train/synthetic_data.h"
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
@@ -29,59 +31,31 @@ Data parallel: launch with torchrun --no-python --nproc-per-node N train ... (RA
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; loopback:29500 by default) or under
 srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; set MASTER_ADDR for several nodes).)";
 
+// One CLI option per row of the option tables (train/train_config.h, model/model_config.h).
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
 void add_options(CLI::App& app, shapelaw::TrainConfig& c) {
-  auto& m = c.model;
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // last flag wins
-  app.add_option("--data", c.data, "shard directory (or its manifest.json)");
-  app.add_option("--tokenizer-model", c.tokenizer_model, "sentencepiece model: checked against the manifest's hash");
-  app.add_option("--out", c.out, "output directory (metrics.jsonl, checkpoints/, summary.json)");
-  app.add_option("--run-id", c.run_id, "run name (default: the output directory's name)");
-  app.add_option("--run-group", c.run_group,
-                 "replicates of one configuration (e.g. other seeds) share a group: fit-law resamples "
-                 "whole groups and measures the spread between replicates");
-  // model
-  app.add_option("--depth", m.depth, "D: transformer blocks")->capture_default_str();
-  app.add_option("--width", m.width, "W: model width")->capture_default_str();
-  app.add_option("--head-dim", m.head_dim, "head dimension (heads = W / head_dim)")->capture_default_str();
-  app.add_option("--vocab-size", m.vocab_size, "vocabulary (0: from the manifest)")->capture_default_str();
-  app.add_option("--seq-len", m.seq_len, "sequence length")->capture_default_str();
-  app.add_option("--mlp", m.mlp, "gelu (4W) | swiglu (8W/3 rounded up to 64)")->capture_default_str();
-  app.add_option("--norm", m.norm, "layernorm | rmsnorm (pre-norm)")->capture_default_str();
-  app.add_flag("--tie-embeddings,!--untie-embeddings", m.tie_embeddings, "share input and output embeddings");
-  app.add_flag("--bias,!--no-bias", m.bias, "biases in the Linear layers");
-  app.add_option("--rope-theta", m.rope_theta, "RoPE base")->capture_default_str();
-  app.add_option("--init-std", m.init_std, "init std (residual projections / sqrt(2D))")->capture_default_str();
-  // optimization
-  app.add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
-  app.add_option("--min-lr", c.min_lr, "final learning rate of the cosine decay")->capture_default_str();
-  app.add_option("--warmup-steps", c.warmup_steps, "linear warmup steps")->capture_default_str();
-  app.add_option("--warmup-fraction", c.warmup_fraction, "warmup as a fraction of the run (overrides steps)");
-  app.add_option("--weight-decay", c.weight_decay, "AdamW decay of matrices (not biases/norms)")->capture_default_str();
-  app.add_option("--beta1", c.beta1, "AdamW beta1")->capture_default_str();
-  app.add_option("--beta2", c.beta2, "AdamW beta2")->capture_default_str();
-  app.add_option("--eps", c.eps, "AdamW epsilon")->capture_default_str();
-  app.add_option("--grad-clip", c.grad_clip, "global gradient-norm clip (0: off)")->capture_default_str();
-  app.add_option("--batch-tokens", c.batch_tokens, "global batch in tokens (via accumulation)")->capture_default_str();
-  app.add_option("--micro-batch", c.micro_batch, "sequences per forward/backward per rank")->capture_default_str();
-  app.add_option("--steps", c.steps, "run length in optimizer steps");
-  app.add_option("--tokens", c.tokens, "run length in tokens (rounded up to whole steps)");
-  app.add_option("--seed", c.seed, "seed of initialization and data order")->capture_default_str();
-  // evaluation, logging, checkpoints
-  app.add_option("--val-every", c.val_every, "steps between validation passes (0: end only)")->capture_default_str();
-  app.add_option("--val-tokens", c.val_tokens, "size of the fixed validation set")->capture_default_str();
-  app.add_option("--log-every", c.log_every, "steps between progress lines on stderr")->capture_default_str();
-  app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: end only)")->capture_default_str();
-  app.add_option("--keep-checkpoints", c.keep_checkpoints, "complete checkpoints kept")->capture_default_str();
-  app.add_flag("--resume", c.resume, "require a checkpoint to continue from (rerunning resumes anyway)");
-  app.add_option("--probe-steps", c.probe_steps, "steps whose per-layer gradient norms go to grad_norms.csv")
-      ->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  // execution
-  app.add_option("--device", c.device, "cpu | cuda")->capture_default_str();
-  app.add_option("--precision", c.precision, "auto (bf16 autocast on cuda) | fp32 | bf16")->capture_default_str();
-  app.add_option("--threads", c.threads, "CPU intra-op threads (0: all cores)")->capture_default_str();
-  app.add_option("--prefetch", c.prefetch, "micro-batches read ahead by the loader thread")->capture_default_str();
-  app.add_option("--peak-flops", c.peak_flops, "MFU denominator (0: measure a matmul peak at start)");
+  auto add = [&app](const char* group) {
+    return [&app, group](const shapelaw::OptionInfo& o, auto& member) {
+      using T = std::remove_reference_t<decltype(member)>;
+      if (!*o.flag) return;  // JSON only
+      CLI::Option* opt;
+      if constexpr (std::is_same_v<T, bool>) {
+        opt = app.add_flag(o.flag, member, o.help);
+      } else {
+        opt = app.add_option(o.flag, member, o.help);
+        if constexpr (is_vector<T>::value) opt->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+        if (o.show_default) opt->capture_default_str();
+      }
+      opt->group(*o.help ? group : "");
+    };
+  };
+  shapelaw::visit_model_options(c.model, add("Model"));
+  shapelaw::visit_train_options(c, add("Options"));
   app.add_option("--debug-kill-at-step", c.debug_kill_at_step, "testing: SIGKILL self at this step")->group("");
   app.add_option("--debug-kill-phase", c.debug_kill_phase, "testing: step | checkpoint")->group("");
 }

@@ -3,7 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include "model/softmax_rows.h"
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 
 namespace shapelaw {
 namespace {

@@ -3,7 +3,8 @@
 #include <cmath>
 
 #include "model/head_loss.h"
-#include "train/torch_compat.h"
+#include "model/parameterization.h"
+#include "compat/torch_compat.h"
 
 namespace shapelaw {
 namespace {
@@ -59,7 +60,8 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   return (y * gain).to(x.scalar_type());
 }
 
-AttentionImpl::AttentionImpl(const ModelConfig& c) : heads(c.heads()), head_dim(c.head_dim) {
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : heads(c.heads()), head_dim(c.head_dim), scale(parameterization_multipliers(c).attn_scale) {
   qkv = register_module("qkv", linear(c.width, 3 * c.width, c.bias));
   proj = register_module("proj", linear(c.width, c.width, c.bias));
 }
@@ -70,7 +72,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto qkv_out = qkv(x).view({B, T, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});  // 3,B,H,T,d
   auto q = apply_rope(qkv_out[0], cos, sin);
   auto k = apply_rope(qkv_out[1], cos, sin);
-  auto y = compat::causal_attention(q, k, qkv_out[2]);  // B,H,T,d
+  auto y = compat::causal_attention(q, k, qkv_out[2], scale);  // B,H,T,d
   return proj(y.transpose(1, 2).reshape({B, T, W}));
 }
 
@@ -86,7 +88,7 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return proj(torch::gelu(fc(x)));
 }
 
-BlockImpl::BlockImpl(const ModelConfig& c) {
+BlockImpl::BlockImpl(const ModelConfig& c) : residual_mult(parameterization_multipliers(c).residual) {
   const bool rms = c.norm == "rmsnorm";
   norm1 = register_module("norm1", Norm(c.width, rms, c.norm_eps));
   attn = register_module("attn", Attention(c));
@@ -96,12 +98,17 @@ BlockImpl::BlockImpl(const ModelConfig& c) {
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                  const torch::Tensor& sin) {
-  auto h = x + attn(norm1(x), cos, sin);
-  return h + mlp(norm2(h));
+  if (residual_mult == 1.0) {  // SP and muP: no multiply pass
+    auto h = x + attn(norm1(x), cos, sin);
+    return h + mlp(norm2(h));
+  }
+  auto h = x + residual_mult * attn(norm1(x), cos, sin);
+  return h + residual_mult * mlp(norm2(h));
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& c) : config(c) {
   c.validate();
+  logit_mult = parameterization_multipliers(c).logit;
   embed = register_module("embed", torch::nn::Embedding(c.vocab_size, c.width));
   for (int l = 0; l < c.depth; ++l)
     blocks.push_back(register_module("block" + std::to_string(l), Block(c)));
@@ -115,7 +122,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : config(c) {
 
 void TransformerImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
-  const double std = config.init_std, residual_std = std / std::sqrt(2.0 * config.depth);
+  const Multipliers m = parameterization_multipliers(config);
+  const double std = config.init_std, hidden_std = std * m.hidden_init, residual_std = hidden_std / m.resid_out_divisor;
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     auto& p = item.value();
@@ -125,7 +133,8 @@ void TransformerImpl::reset_parameters() {
     if (ends_with(".gain")) p.fill_(1.0);
     else if (ends_with(".shift") || ends_with(".bias")) p.zero_();
     else if (ends_with("proj.weight")) p.normal_(0.0, residual_std);  // attn.proj, mlp.proj
-    else p.normal_(0.0, std);
+    else if (name.rfind("block", 0) == 0) p.normal_(0.0, hidden_std);   // qkv, fc, gate
+    else p.normal_(0.0, std);                                            // embedding, head
   }
 }
 
@@ -134,7 +143,18 @@ torch::Tensor TransformerImpl::hidden(const torch::Tensor& tokens) {
   auto h = embed(tokens);
   const auto [cos_full, sin_full] = rope_full_tables(rope_cos, rope_sin, tokens.size(1));
   for (auto& block : blocks) h = block(h, cos_full, sin_full);
-  return final_norm(h);
+  h = final_norm(h);
+  return logit_mult == 1.0 ? h : h * logit_mult;  // the logit multiplier, applied before the head
+}
+
+std::vector<torch::Tensor> TransformerImpl::activations(const torch::Tensor& tokens) {
+  std::vector<torch::Tensor> out;
+  auto h = embed(tokens);
+  const auto [cos_full, sin_full] = rope_full_tables(rope_cos, rope_sin, tokens.size(1));
+  for (auto& block : blocks) out.push_back(h = block(h, cos_full, sin_full));
+  h = final_norm(h);
+  out.push_back(torch::matmul(logit_mult == 1.0 ? h : h * logit_mult, head_weight().t()));
+  return out;
 }
 
 const torch::Tensor& TransformerImpl::head_weight() { return head ? head->weight : embed->weight; }
@@ -146,20 +166,6 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
 torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
   auto h = hidden(tokens);
   return head_cross_entropy(h.reshape({-1, h.size(-1)}), head_weight(), targets.reshape({-1}));
-}
-
-ParamGroups split_decay_groups(torch::nn::Module& model) {
-  ParamGroups g;
-  for (auto& item : model.named_parameters()) {
-    if (item.value().dim() >= 2) {
-      g.decay.push_back(item.value());
-      g.decay_names.push_back(item.key());
-    } else {
-      g.no_decay.push_back(item.value());
-      g.no_decay_names.push_back(item.key());
-    }
-  }
-  return g;
 }
 
 std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model) {

@@ -11,6 +11,23 @@
 //           = W_2 (silu(W_1 x) * W_3 x)          (swiglu, hidden ceil64(8W/3))
 //   Norm(x) = (x - mean) / sqrt(var + eps) * g + b   (layernorm)
 //           = x / sqrt(mean(x^2) + eps) * g          (rmsnorm)
+//
+// Parameterizations (--param; model/parameterization.h), relative to a base shape W0 x D0
+// where the base lr eta, init sigma, decay lambda and epsilon were tuned:
+//   m_w = W / W0,  m_d = D / D0,  alpha = --depth-alpha (CompleteP 1, depth-muP 0.5)
+//                      sp                 mup                  completep
+//   residual branch    h + F(h)           h + F(h)             h + m_d^-alpha F(h)
+//   hidden init std    sigma              sigma / sqrt(m_w)    sigma / sqrt(m_w)
+//     residual outs    ... / sqrt(2D)     (none)               (none)         (--resid-init)
+//   attention scale    1 / sqrt(d)        1 / d                1 / d          (--attn-scale)
+//   logits             h_D U^T            (c / m_w) h_D U^T    (c / m_w) h_D U^T   c = --output-mult
+//   AdamW, hidden matrices (qkv, attention out, MLP):
+//     lr               eta                eta / m_w            eta / m_w * m_d^(alpha-1)
+//     weight decay     lambda             lambda               lambda * m_w
+//     eps              eps                eps                  eps / m_w * m_d^-alpha
+//   AdamW, block norm gains/shifts and biases (never decayed):
+//     lr, eps          eta, eps           eta, eps             eta * m_d^(alpha-1), eps * m_d^-alpha
+//   embedding, untied head U, final norm: sigma, eta, lambda (matrices only), eps in every case.
 #include <string>
 #include <vector>
 
@@ -34,6 +51,7 @@ struct AttentionImpl : torch::nn::Module {
   // x [B, T, W]; cos/sin [T, head_dim] rotary tables in rotate-half form ([c, c], [-s, s])
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   int64_t heads, head_dim;
+  double scale;  // of the attention logits q k^T
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
 };
 TORCH_MODULE(Attention);
@@ -49,6 +67,7 @@ TORCH_MODULE(Mlp);
 struct BlockImpl : torch::nn::Module {
   explicit BlockImpl(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  double residual_mult;  // h + residual_mult * F(h)
   Norm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
@@ -59,16 +78,23 @@ struct TransformerImpl : torch::nn::Module {
   explicit TransformerImpl(const ModelConfig& c);
   // tokens [B, T] (int64, T <= seq_len) -> logits [B, T, V]
   torch::Tensor forward(const torch::Tensor& tokens);
-  // final-norm hidden states [B, T, W]; the head weight [V, W] (the embedding when tied)
+  // final-norm hidden states times the logit multiplier [B, T, W] (what the head sees);
+  // the head weight [V, W] (the embedding when tied)
   torch::Tensor hidden(const torch::Tensor& tokens);
   const torch::Tensor& head_weight();
+  // Every block's output h_1..h_D [B, T, W], then the logits [B, T, V]: what a
+  // coordinate check (muP's test of a parameterization) watches during training.
+  std::vector<torch::Tensor> activations(const torch::Tensor& tokens);
   // mean next-token cross-entropy (nats/token); targets [B, T] (model/head_loss.h)
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
-  // Re-draws every weight: N(0, init_std), residual output projections N(0, init_std/sqrt(2D)),
-  // norms gain 1 / shift 0, biases 0. Uses torch's default generator (seeded by the caller).
+  // Re-draws every weight: hidden matrices N(0, init_std * hidden_init), residual output
+  // projections further divided by resid_out_divisor (SP: sqrt(2D)), embedding and head
+  // N(0, init_std), norms gain 1 / shift 0, biases 0. Uses torch's default generator
+  // (seeded by the caller).
   void reset_parameters();
 
   ModelConfig config;
+  double logit_mult;  // logits = logit_mult * h_D U^T
   torch::nn::Embedding embed{nullptr};
   std::vector<Block> blocks;
   Norm final_norm{nullptr};
@@ -77,13 +103,6 @@ struct TransformerImpl : torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-// Which tensors AdamW decays: every matrix (dim >= 2: Linear weights, token embedding,
-// output head); never biases or norm gains/shifts.
-struct ParamGroups {
-  std::vector<torch::Tensor> decay, no_decay;
-  std::vector<std::string> decay_names, no_decay_names;
-};
-ParamGroups split_decay_groups(torch::nn::Module& model);
 
 // Gradient norms per layer and component (after backward, before clipping):
 //   layer 0..D-1, component attn | mlp | norm (both pre-norms) | block (all of the block)

@@ -25,6 +25,15 @@ void ModelConfig::validate() const {
   if (mlp != "gelu" && mlp != "swiglu") fail("mlp must be gelu or swiglu (got '" + mlp + "')");
   if (norm != "layernorm" && norm != "rmsnorm")
     fail("norm must be layernorm or rmsnorm (got '" + norm + "')");
+  if (param != "sp" && param != "mup" && param != "completep")
+    fail("param must be sp, mup or completep (got '" + param + "')");
+  if (base_width < 0 || base_depth < 0) fail("--base-width and --base-depth must be >= 0 (0: this shape)");
+  if (!(depth_alpha >= 0 && depth_alpha <= 2)) fail("--depth-alpha must be in [0, 2]");
+  if (!(output_mult > 0)) fail("--output-mult must be > 0");
+  if (attn_scale != "auto" && attn_scale != "inv-sqrt" && attn_scale != "inv")
+    fail("attn_scale must be auto, inv-sqrt or inv (got '" + attn_scale + "')");
+  if (resid_init != "auto" && resid_init != "depth" && resid_init != "none")
+    fail("resid_init must be auto, depth or none (got '" + resid_init + "')");
 }
 
 ParamCounts count_parameters(const ModelConfig& c) {
@@ -51,27 +60,25 @@ double flops_per_token(const ModelConfig& c) {
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
-  return {{"depth", c.depth},       {"width", c.width},         {"head_dim", c.head_dim},
-          {"heads", c.heads()},     {"vocab_size", c.vocab_size}, {"seq_len", c.seq_len},
-          {"mlp", c.mlp},           {"mlp_hidden", c.mlp_hidden()}, {"norm", c.norm},
-          {"tie_embeddings", c.tie_embeddings}, {"bias", c.bias},
-          {"rope_theta", c.rope_theta}, {"init_std", c.init_std}, {"norm_eps", c.norm_eps}};
+  nlohmann::json j = options_to_json(c, [](auto& m, auto&& f) { visit_model_options(m, f); },
+                                     [](const OptionInfo&) { return true; });
+  j["heads"] = c.heads();  // derived, for readers; ignored when read back
+  j["mlp_hidden"] = c.mlp_hidden();
+  return j;
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
   ModelConfig c;
-  c.depth = j.value("depth", c.depth);
-  c.width = j.value("width", c.width);
-  c.head_dim = j.value("head_dim", c.head_dim);
-  c.vocab_size = j.value("vocab_size", c.vocab_size);
-  c.seq_len = j.value("seq_len", c.seq_len);
-  c.mlp = j.value("mlp", c.mlp);
-  c.norm = j.value("norm", c.norm);
-  c.tie_embeddings = j.value("tie_embeddings", c.tie_embeddings);
-  c.bias = j.value("bias", c.bias);
-  c.rope_theta = j.value("rope_theta", c.rope_theta);
-  c.init_std = j.value("init_std", c.init_std);
-  c.norm_eps = j.value("norm_eps", c.norm_eps);
+  // lenient: a model object from summary.json carries derived keys (heads, mlp_hidden),
+  // and older files lack the parameterization keys (defaults: sp).
+  visit_model_options(c, [&](const OptionInfo& o, auto& member) {
+    if (!j.contains(o.key)) return;
+    try {
+      member = j.at(o.key).template get<std::remove_reference_t<decltype(member)>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(std::string("model config: key '") + o.key + "': " + e.what());
+    }
+  });
   return c;
 }
 

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/option_table.h"
+
 namespace shapelaw {
 
 struct ModelConfig {
@@ -23,6 +25,14 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   double init_std = 0.02;          // N(0, 0.02); residual projections get 0.02/sqrt(2D)
   double norm_eps = 1e-5;
+  // parameterization (lib/model/parameterization.h; equations in model/model.h)
+  std::string param = "sp";        // sp | mup | completep
+  int base_width = 0;              // W0 of the multipliers (0: this width, m_w = 1)
+  int base_depth = 0;              // D0 (0: this depth, m_d = 1)
+  double depth_alpha = 1.0;        // completep's residual exponent: 1 CompleteP, 0.5 depth-muP
+  double output_mult = 1.0;        // mup/completep logits: output_mult / m_w * h U^T
+  std::string attn_scale = "auto";  // auto (sp: 1/sqrt(d), else 1/d) | inv-sqrt | inv
+  std::string resid_init = "auto";  // auto (sp: sigma/sqrt(2D) on residual outputs, else none) | depth | none
 
   int heads() const { return width / head_dim; }
   int64_t mlp_hidden() const;  // 4W (gelu) or 8W/3 rounded up to a multiple of 64 (swiglu)
@@ -43,6 +53,43 @@ ParamCounts count_parameters(const ModelConfig& config);
 //                                     (the input embedding is a lookup: 0 FLOPs)
 // + 12 * D * W * seq_len             attention scores QK^T and A.V (no causal discount)
 double flops_per_token(const ModelConfig& config);
+
+// The option rows of a ModelConfig (util/option_table.h): every field is binding.
+template <class Config, class F>  // Config: ModelConfig or const ModelConfig
+void visit_model_options(Config& c, F&& f) {
+  f(OptionInfo{"depth", "--depth", "D: transformer blocks", true, true}, c.depth);
+  f(OptionInfo{"width", "--width", "W: model width", true, true}, c.width);
+  f(OptionInfo{"head_dim", "--head-dim", "head dimension (heads = W / head_dim)", true, true}, c.head_dim);
+  f(OptionInfo{"vocab_size", "--vocab-size", "vocabulary (0: from the manifest)", true, true}, c.vocab_size);
+  f(OptionInfo{"seq_len", "--seq-len", "sequence length", true, true}, c.seq_len);
+  f(OptionInfo{"mlp", "--mlp", "gelu (4W) | swiglu (8W/3 rounded up to 64)", true, true}, c.mlp);
+  f(OptionInfo{"norm", "--norm", "layernorm | rmsnorm (pre-norm)", true, true}, c.norm);
+  f(OptionInfo{"tie_embeddings", "--tie-embeddings,!--untie-embeddings", "share input and output embeddings", true, false},
+    c.tie_embeddings);
+  f(OptionInfo{"bias", "--bias,!--no-bias", "biases in the Linear layers", true, false}, c.bias);
+  f(OptionInfo{"rope_theta", "--rope-theta", "RoPE base", true, true}, c.rope_theta);
+  f(OptionInfo{"init_std", "--init-std", "init std sigma (see --param, --resid-init)", true, true}, c.init_std);
+  f(OptionInfo{"norm_eps", "", "", true, false}, c.norm_eps);
+  f(OptionInfo{"param", "--param", "parameterization: sp | mup (width) | completep (width and depth)", true, true},
+    c.param);
+  f(OptionInfo{"base_width", "--base-width", "W0, the width the base LR/init were tuned at (0: this width)", true, true},
+    c.base_width);
+  f(OptionInfo{"base_depth", "--base-depth", "D0, the depth the base LR/init were tuned at (0: this depth)", true, true},
+    c.base_depth);
+  f(OptionInfo{"depth_alpha", "--depth-alpha", "completep residual branch multiplier (D/D0)^-alpha: 1 CompleteP, 0.5 depth-muP",
+               true, true},
+    c.depth_alpha);
+  f(OptionInfo{"output_mult", "--output-mult", "mup/completep logit multiplier numerator (logits * output_mult / m_w)",
+               true, true},
+    c.output_mult);
+  f(OptionInfo{"attn_scale", "--attn-scale", "attention logits scale: auto (sp 1/sqrt(d), mup/completep 1/d) | inv-sqrt | inv",
+               true, true},
+    c.attn_scale);
+  f(OptionInfo{"resid_init", "--resid-init",
+               "residual-projection init: auto (sp: sigma/sqrt(2D); mup/completep: none) | depth (/sqrt(2D)) | none", true,
+               true},
+    c.resid_init);
+}
 
 nlohmann::json to_json(const ModelConfig& config);
 ModelConfig model_config_from_json(const nlohmann::json& j);

@@ -12,7 +12,7 @@
 #include "probe/measure_torch.h"
 #include "shards/dataset.h"
 #include "train/cpu_threads.h"
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 #include "util/error.h"
 
 // Gloo process groups need the gloo headers that ProcessGroupGloo.hpp includes: Debian's

@@ -4,7 +4,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "train/torch_compat.h"
+#include "compat/torch_compat.h"
 
 namespace shapelaw {
 namespace {

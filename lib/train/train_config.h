@@ -1,7 +1,8 @@
 #pragma once
-// Every option of one training run (defaults = the paper's Table 5), its JSON form
-// (recorded in checkpoints and summary.json), the learning-rate schedule, and the
-// entry point of the trainer. Torch-free, so the CLI and tests compile quickly.
+// Every option of one training run (defaults = the paper's Table 5) and its one table of
+// rows (visit_train_options): the CLI, the JSON form (checkpoints, summary.json) and the
+// resume check are derived from it. Also the learning-rate schedule and the trainer's
+// entry point. Torch-free, so the CLI and tests compile quickly.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct TrainConfig {
   ModelConfig model;            // vocab_size 0 = take it from the manifest
   // optimization (Table 5)
   double lr = 3e-4, min_lr = 3e-5;
+  double min_lr_ratio = 0;      // > 0: min_lr = min_lr_ratio * lr (a learning-rate sweep keeps its shape)
   int64_t warmup_steps = 2000;
   double warmup_fraction = -1;  // >= 0 overrides warmup_steps: fraction of the run
   double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, grad_clip = 1.0;
@@ -51,10 +53,69 @@ struct TrainConfig {
   std::string debug_kill_phase = "step";
 
   int64_t total_steps() const;     // steps, or ceil(tokens / batch_tokens)
+  double final_lr() const;         // min_lr, or min_lr_ratio * lr
   int64_t warmup() const;          // resolved warmup steps
   double lr_at(int64_t step) const;  // step 0-based: linear warmup, cosine to min_lr
   void validate() const;           // throws Error
 };
+
+// The option rows (util/option_table.h). Model rows come from visit_model_options and
+// live under "model" in JSON; visit_train_options visits the run's own rows only.
+template <class Config, class F>  // Config: TrainConfig or const TrainConfig
+void visit_train_options(Config& c, F&& f) {
+  // data and outputs: how a run is stored, not what it computes
+  f(OptionInfo{"data", "--data", "shard directory (or its manifest.json)", false, false}, c.data);
+  f(OptionInfo{"tokenizer_model", "--tokenizer-model", "sentencepiece model: checked against the manifest's hash", false,
+               false},
+    c.tokenizer_model);
+  f(OptionInfo{"out", "--out", "output directory (metrics.jsonl, checkpoints/, summary.json)", false, false}, c.out);
+  f(OptionInfo{"run_id", "--run-id", "run name (default: the output directory's name)", false, false}, c.run_id);
+  f(OptionInfo{"run_group", "--run-group",
+               "replicates of one configuration (e.g. other seeds) share a group: fit-law resamples whole groups and "
+               "measures the spread between replicates",
+               false, false},
+    c.run_group);
+  // optimization
+  f(OptionInfo{"lr", "--lr", "peak (base) learning rate", true, true}, c.lr);
+  f(OptionInfo{"min_lr", "--min-lr", "final learning rate of the cosine decay", true, true}, c.min_lr);
+  f(OptionInfo{"min_lr_ratio", "--min-lr-ratio", "final learning rate as a fraction of --lr (overrides --min-lr; 0: off)",
+               true, true},
+    c.min_lr_ratio);
+  f(OptionInfo{"warmup_steps", "--warmup-steps", "linear warmup steps", true, true}, c.warmup_steps);
+  f(OptionInfo{"warmup_fraction", "--warmup-fraction", "warmup as a fraction of the run (overrides steps)", true, false},
+    c.warmup_fraction);
+  f(OptionInfo{"weight_decay", "--weight-decay", "AdamW decay of matrices (not biases/norms)", true, true},
+    c.weight_decay);
+  f(OptionInfo{"beta1", "--beta1", "AdamW beta1", true, true}, c.beta1);
+  f(OptionInfo{"beta2", "--beta2", "AdamW beta2", true, true}, c.beta2);
+  f(OptionInfo{"eps", "--eps", "AdamW epsilon", true, true}, c.eps);
+  f(OptionInfo{"grad_clip", "--grad-clip", "global gradient-norm clip (0: off)", true, true}, c.grad_clip);
+  f(OptionInfo{"batch_tokens", "--batch-tokens", "global batch in tokens (via accumulation)", true, true},
+    c.batch_tokens);
+  f(OptionInfo{"micro_batch", "--micro-batch", "sequences per forward/backward per rank", true, true}, c.micro_batch);
+  f(OptionInfo{"steps", "--steps", "run length in optimizer steps", true, false}, c.steps);
+  f(OptionInfo{"tokens", "--tokens", "run length in tokens (rounded up to whole steps)", true, false}, c.tokens);
+  f(OptionInfo{"seed", "--seed", "seed of initialization and data order", true, true}, c.seed);
+  // evaluation, logging, checkpoints
+  f(OptionInfo{"val_every", "--val-every", "steps between validation passes (0: end only)", false, true}, c.val_every);
+  f(OptionInfo{"val_tokens", "--val-tokens", "size of the fixed validation set", true, true}, c.val_tokens);
+  f(OptionInfo{"log_every", "--log-every", "steps between progress lines on stderr", false, true}, c.log_every);
+  f(OptionInfo{"checkpoint_every", "--checkpoint-every", "steps between checkpoints (0: end only)", false, true},
+    c.checkpoint_every);
+  f(OptionInfo{"keep_checkpoints", "--keep-checkpoints", "complete checkpoints kept", false, true}, c.keep_checkpoints);
+  f(OptionInfo{"resume", "--resume", "require a checkpoint to continue from (rerunning resumes anyway)", false, false},
+    c.resume);
+  f(OptionInfo{"probe_steps", "--probe-steps", "steps whose per-layer gradient norms go to grad_norms.csv", false,
+               false},
+    c.probe_steps);
+  // execution
+  f(OptionInfo{"device", "--device", "cpu | cuda", false, true}, c.device);
+  f(OptionInfo{"precision", "--precision", "auto (bf16 autocast on cuda) | fp32 | bf16", true, true}, c.precision);
+  f(OptionInfo{"threads", "--threads", "CPU intra-op threads (0: all cores)", false, true}, c.threads);
+  f(OptionInfo{"prefetch", "--prefetch", "micro-batches read ahead by the loader thread", false, true}, c.prefetch);
+  f(OptionInfo{"peak_flops", "--peak-flops", "MFU denominator (0: measure a matmul peak at start)", false, false},
+    c.peak_flops);
+}
 
 nlohmann::json to_json(const TrainConfig& c);
 TrainConfig train_config_from_json(const nlohmann::json& j);  // missing keys keep defaults

@@ -2,6 +2,8 @@
 // Every difference between Debian's LibTorch 1.13 (CPU) and LibTorch 2.x (CUDA) that
 // shapelaw relies on lives here, so the rest of the code is written once.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -47,19 +49,29 @@ inline std::string torch_version() {
 // CUDA with 2.x: the fused kernel (flash / memory-efficient). CPU: the textbook form, also
 // on 2.x, where it trains faster than the fused CPU kernel (LibTorch 2.6, 2 cores: 1.16x
 // tokens/s at 8L x 512W, seq 512, 1.11x at 2L x 128W; the backward pass makes the gap).
+// scale: the logits' multiplier (default 1/sqrt(d), SP; muP and CompleteP use 1/d).
 inline torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                      const torch::Tensor& v) {
-#if SHAPELAW_TORCH_AT_LEAST(2, 0)
-  if (q.is_cuda())
-    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                            /*is_causal=*/true);
-#endif
-  // One baddbmm applies the 1/sqrt(d) scale and the additive causal mask inside the
-  // batched matmul: no separate scale and masked_fill passes over the [B, H, T, T] scores.
+                                      const torch::Tensor& v, double scale = 0) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+  const double default_scale = 1.0 / std::sqrt(double(d));
+  if (scale <= 0) scale = default_scale;
+#if SHAPELAW_TORCH_AT_LEAST(2, 1)
+  if (q.is_cuda()) {
+    if (scale == default_scale)
+      return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true,
+                                            /*scale=*/scale);
+  }
+#elif SHAPELAW_TORCH_AT_LEAST(2, 0)
+  if (q.is_cuda())  // 2.0's kernel has no scale argument: fold the ratio into q
+    return at::scaled_dot_product_attention(scale == default_scale ? q : q * (scale / default_scale), k, v,
+                                            /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+#endif
+  // One baddbmm applies the scale and the additive causal mask inside the batched
+  // matmul: no separate scale and masked_fill passes over the [B, H, T, T] scores.
   auto future = torch::full({T, T}, -std::numeric_limits<float>::infinity(), q.options()).triu(1);
   auto scores = torch::baddbmm(future, q.reshape({B * H, T, d}), k.reshape({B * H, T, d}).transpose(1, 2),
-                               /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(double(d)));
+                               /*beta=*/1.0, /*alpha=*/scale);
   return torch::bmm(torch::softmax(scores, -1), v.reshape({B * H, T, d})).view({B, H, T, d});
 }
 

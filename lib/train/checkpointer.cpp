@@ -1,0 +1,209 @@
+#include "train/checkpointer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "compat/torch_compat.h"
+#include "train/checkpoint.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace shapelaw {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+void fsync_path(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+std::string checkpoint_name(int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "step_%012lld", (long long)step);
+  return name;
+}
+
+template <typename T>
+void torch_save(const T& value, const std::string& path) {
+  try {
+    torch::save(value, path);
+  } catch (const c10::Error& e) {
+    throw Error(path + ": cannot write checkpoint file: " + e.what_without_backtrace());
+  }
+  fsync_path(path);
+}
+
+}  // namespace
+
+std::vector<std::string> config_differences(const json& a, const json& b, const json& defaults,
+                                            const std::string& prefix) {
+  std::vector<std::string> out;
+  std::set<std::string> keys;
+  for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it.key());
+  for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
+  for (const auto& k : keys) {
+    json va = a.contains(k) ? a[k] : json(), vb = b.contains(k) ? b[k] : json();
+    json vd = defaults.is_object() && defaults.contains(k) ? defaults[k] : json();
+    if (va.is_object() && vb.is_object()) {
+      for (auto& d : config_differences(va, vb, vd, prefix + k + ".")) out.push_back(d);
+    } else if (!a.contains(k) && vb == vd) {
+      continue;  // an option added after the checkpoint was written, left at its default
+    } else if (va != vb) {
+      out.push_back(prefix + k + ": checkpoint " + va.dump() + ", now " + vb.dump());
+    }
+  }
+  return out;
+}
+
+Checkpointer::Checkpointer(std::string out_dir, int keep, bool leader)
+    : dir_(std::move(out_dir) + "/checkpoints"), keep_(keep), leader_(leader) {}
+
+std::vector<std::pair<int64_t, std::string>> Checkpointer::complete() const {
+  std::vector<std::pair<int64_t, std::string>> found;
+  if (!fs::is_directory(dir_)) return found;
+  for (auto& entry : fs::directory_iterator(dir_)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0 || !fs::exists(entry.path() / "COMPLETE")) continue;
+    found.emplace_back(std::stoll(name.substr(5)), entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+bool Checkpointer::resume(Transformer& model, torch::optim::Optimizer& optimizer, const torch::Device& device,
+                          const RunIdentity& id, TrainState& st) const {
+  auto ckpts = complete();
+  if (ckpts.empty()) return false;
+  const std::string dir = ckpts.back().second;
+  json state;
+  try {
+    state = json::parse(read_file(dir + "/state.json"));
+  } catch (const json::exception& e) {
+    throw Error(dir + "/state.json: " + e.what());
+  }
+  auto diffs = config_differences(state.at("binding_config"), id.binding_config, id.binding_defaults);
+  if (state.contains("param_groups") && state["param_groups"] != id.param_groups)
+    diffs.push_back("param_groups: checkpoint " + state["param_groups"].dump() + ", now " + id.param_groups.dump());
+  if (!diffs.empty()) {
+    std::string list;
+    for (auto& d : diffs) list += "\n  " + d;
+    throw Error("the configuration differs from the checkpoint in " + dir +
+                " (refusing to mix runs; use another --out or delete its checkpoints):" + list);
+  }
+  // The world size fixes which windows each rank reads: resuming with another one
+  // would replay or skip data, so it is refused like any binding option.
+  if (state.contains("world_size") && state.at("world_size").get<int>() != id.world_size)
+    throw Error("the checkpoint in " + dir + " was written by " + std::to_string(state.at("world_size").get<int>()) +
+                " data-parallel ranks, this run has " + std::to_string(id.world_size) +
+                " (the data order would change; resume with the same world size)");
+  if (state.at("data_manifest_sha256") != id.data_manifest_sha256)
+    throw Error("the data manifest differs from the one " + dir + " was trained on (manifest sha256 " +
+                state.at("data_manifest_sha256").get<std::string>().substr(0, 12) + "… vs " +
+                id.data_manifest_sha256.substr(0, 12) + "…)");
+  try {
+    torch::load(model, dir + "/model.pt", device);
+    torch::load(optimizer, dir + "/optimizer.pt", device);
+    std::vector<torch::Tensor> rng;
+    torch::load(rng, dir + "/rng.pt");
+    compat::set_cpu_rng_state(rng.at(0));
+    if (rng.size() > 1) compat::set_cuda_rng_state(device, rng[1]);
+  } catch (const c10::Error& e) {
+    throw Error(dir + ": unreadable checkpoint: " + e.what_without_backtrace());
+  }
+  st.step = state.at("step").get<int64_t>();
+  st.tokens = state.at("tokens").get<int64_t>();
+  st.cursor.epoch = state.at("cursor").at("epoch").get<uint64_t>();
+  st.cursor.index = state.at("cursor").at("index").get<uint64_t>();
+  st.losses = state.at("train_losses").get<std::vector<double>>();
+  st.wall_before = state.value("wall_seconds", 0.0);
+  return true;
+}
+
+void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& model, torch::optim::Optimizer& optimizer,
+                        const torch::Device& device, const RunIdentity& id, const json& config,
+                        const std::function<void()>& before_rename) const {
+  if (!leader_) return;
+  const std::string final_dir = dir_ + "/" + checkpoint_name(st.step);
+  const std::string tmp = dir_ + "/.tmp-" + checkpoint_name(st.step) + "-" + std::to_string(::getpid());
+  fs::remove_all(tmp);
+  make_directories(tmp);
+  torch_save(model, tmp + "/model.pt");
+  torch_save(optimizer, tmp + "/optimizer.pt");
+  std::vector<torch::Tensor> rng{compat::cpu_rng_state()};
+  if (device.is_cuda()) rng.push_back(compat::cuda_rng_state(device));
+  torch_save(rng, tmp + "/rng.pt");
+  json state = {{"format", "shapelaw.checkpoint"},
+                {"version", 1},
+                {"step", st.step},
+                {"tokens", st.tokens},
+                {"cursor", {{"epoch", st.cursor.epoch}, {"index", st.cursor.index}}},
+                {"train_losses", st.losses},
+                {"wall_seconds", wall_seconds},
+                {"data_manifest_sha256", id.data_manifest_sha256},
+                {"tokenizer_sha256", id.tokenizer_sha256},
+                {"world_size", id.world_size},
+                {"torch_version", compat::torch_version()},
+                {"binding_config", id.binding_config},
+                {"param_groups", id.param_groups},
+                {"config", config}};
+  write_file_atomic(tmp + "/state.json", state.dump(1) + "\n");
+  if (before_rename) before_rename();
+  std::error_code ec;
+  fs::remove_all(final_dir, ec);  // an incomplete leftover of a killed run
+  fs::rename(tmp, final_dir, ec);
+  if (ec) throw Error(final_dir + ": cannot rename checkpoint into place: " + ec.message());
+  fsync_path(dir_);
+  write_file_atomic(final_dir + "/COMPLETE", std::to_string(st.step) + "\n");
+  // keep the newest N complete checkpoints; drop leftovers of killed writes
+  auto all = complete();
+  for (size_t i = 0; i + size_t(keep_) < all.size(); ++i) fs::remove_all(all[i].second, ec);
+  for (auto& entry : fs::directory_iterator(dir_)) {
+    std::string name = entry.path().filename().string();
+    bool stale_tmp = name.rfind(".tmp-", 0) == 0;
+    bool incomplete = name.rfind("step_", 0) == 0 && !fs::exists(entry.path() / "COMPLETE");
+    if (stale_tmp || incomplete) fs::remove_all(entry.path(), ec);
+  }
+}
+
+// ---------------------------------------------------------------- readers (checkpoint.h)
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir) {
+  return Checkpointer(out_dir, 1, false).complete();
+}
+
+json read_checkpoint_state(const std::string& checkpoint_dir) {
+  const std::string path = checkpoint_dir + "/state.json";
+  if (!fs::exists(checkpoint_dir + "/COMPLETE"))
+    throw Error(checkpoint_dir + ": not a complete checkpoint (no COMPLETE marker)");
+  try {
+    json state = json::parse(read_file(path));
+    if (state.value("format", "") != "shapelaw.checkpoint") throw Error(path + ": not a shapelaw checkpoint");
+    if (state.value("version", 0) > 1) throw Error(path + ": checkpoint version newer than this build");
+    return state;
+  } catch (const json::exception& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+Transformer load_checkpoint_model(const std::string& checkpoint_dir, const torch::Device& device) {
+  json state = read_checkpoint_state(checkpoint_dir);
+  Transformer model(model_config_from_json(state.at("config").at("model")));
+  try {
+    torch::load(model, checkpoint_dir + "/model.pt", device);
+  } catch (const c10::Error& e) {
+    throw Error(checkpoint_dir + "/model.pt: unreadable: " + e.what_without_backtrace());
+  }
+  model->to(device);
+  model->eval();
+  return model;
+}
+
+}  // namespace shapelaw

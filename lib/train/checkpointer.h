@@ -1,0 +1,64 @@
+#pragma once
+// Writing and resuming a run's checkpoints (readers for other tools: train/checkpoint.h).
+// <out>/checkpoints/step_<12 digits>/{model.pt, optimizer.pt, rng.pt, state.json, COMPLETE}
+// is written into .tmp-step_<n>-<pid>/, renamed, then COMPLETE is written: a directory
+// without COMPLETE is ignored and removed. Resume restores model, optimizer moments,
+// step, tokens, data cursor, losses and every RNG, after checking that the checkpoint
+// was made by the same configuration, data, world size and parameter groups.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "model/model.h"
+#include "shards/dataset.h"
+
+namespace shapelaw {
+
+// Where a run is: what a checkpoint stores besides the tensors.
+struct TrainState {
+  int64_t step = 0, tokens = 0;
+  WindowSampler::Cursor cursor;
+  std::vector<double> losses;  // train loss of every step so far
+  double wall_before = 0;      // seconds spent by earlier processes of this run
+};
+
+// What a checkpoint must agree with to be resumed (and is recorded in it).
+struct RunIdentity {
+  nlohmann::json binding_config, binding_defaults;  // defaults: a key an older checkpoint lacks may equal them
+  nlohmann::json param_groups;
+  std::string data_manifest_sha256, tokenizer_sha256;
+  int world_size = 1;
+};
+
+class Checkpointer {
+ public:
+  Checkpointer(std::string out_dir, int keep, bool leader);
+  const std::string& dir() const { return dir_; }
+  std::vector<std::pair<int64_t, std::string>> complete() const;  // (step, dir), oldest first
+
+  // Loads the newest complete checkpoint into model, optimizer and the RNGs after
+  // checking it against `id`; false when there is none. Throws Error on a mismatch.
+  bool resume(Transformer& model, torch::optim::Optimizer& optimizer, const torch::Device& device,
+              const RunIdentity& id, TrainState& state) const;
+  // Rank 0 only (others return at once). wall_seconds: the run's time so far; `config`
+  // is the full config (recorded); before_rename is a testing hook (SIGKILL inside the write).
+  void save(const TrainState& state, double wall_seconds, Transformer& model, torch::optim::Optimizer& optimizer,
+            const torch::Device& device, const RunIdentity& id, const nlohmann::json& config,
+            const std::function<void()>& before_rename = {}) const;
+
+ private:
+  std::string dir_;
+  int keep_;
+  bool leader_;
+};
+
+// The differences between two JSON objects as "key: checkpoint X, now Y" lines.
+// Keys missing on the checkpoint side are no difference when `now` equals `defaults`.
+std::vector<std::string> config_differences(const nlohmann::json& checkpoint, const nlohmann::json& now,
+                                            const nlohmann::json& defaults, const std::string& prefix = "");
+
+}  // namespace shapelaw

@@ -1,0 +1,66 @@
+#include "train/prefetch.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace shapelaw {
+
+Prefetcher::Prefetcher(const WindowSampler& sampler, WindowSampler::Cursor start, int64_t micro, size_t capacity)
+    : sampler_(sampler), cursor_(start), micro_(micro), capacity_(std::max<size_t>(1, capacity)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+MicroBatch Prefetcher::next(double& wait_ms) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return !queue_.empty() || error_; });
+  wait_ms += 1000.0 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (queue_.empty()) std::rethrow_exception(error_);
+  MicroBatch b = std::move(queue_.front());
+  queue_.pop_front();
+  cv_.notify_all();
+  return b;
+}
+
+void Prefetcher::loop() {
+  try {
+    const size_t window = sampler_.window();
+    std::vector<uint32_t> buffer(window);
+    while (true) {
+      MicroBatch b;
+      b.tokens.resize(size_t(micro_) * window);
+      for (int64_t i = 0; i < micro_; ++i) {
+        sampler_.next(cursor_, buffer.data());
+        std::copy(buffer.begin(), buffer.end(), b.tokens.begin() + i * window);
+      }
+      b.after = cursor_;
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [this] { return stop_ || queue_.size() < capacity_; });
+      if (stop_) return;
+      queue_.push_back(std::move(b));
+      cv_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    error_ = std::current_exception();
+    cv_.notify_all();
+  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> to_batch(std::vector<int64_t>& tokens, int64_t micro, int64_t window,
+                                                 const torch::Device& device) {
+  auto t = torch::from_blob(tokens.data(), {micro, window}, torch::kLong);
+  t = device.is_cpu() ? t.clone() : t.to(device);
+  return {t.slice(1, 0, window - 1), t.slice(1, 1, window)};
+}
+
+}  // namespace shapelaw
