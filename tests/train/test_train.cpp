@@ -384,34 +384,6 @@ TEST_CASE("train --version names the LibTorch and the BLAS kernels it runs with"
   }
 }
 
-namespace {
-
-// The learnable documents' tokenizer ('a') with 40 of them forced into the test split:
-// another shard set that the same runs can be evaluated on.
-std::string write_shards_with_test_split(const std::string& dir, char tokenizer_hash_char = 'a') {
-  TokenizerInfo tok{64, 0, std::string(64, tokenizer_hash_char), "test"};
-  ShardOptions opt;
-  opt.shard_tokens = 4096;
-  opt.frame_tokens = 512;
-  opt.validation_fraction = 0.1;
-  ShardSetWriter writer(dir, tok, opt);
-  std::mt19937_64 rng(11);
-  for (int d = 0; d < 120; ++d) {
-    std::vector<uint32_t> doc;
-    uint32_t t = 1 + rng() % 63;
-    for (int i = 0; i < 50 + d % 7; ++i) {
-      doc.push_back(t);
-      t = (rng() % 8 == 0) ? 1 + rng() % 63 : 1 + (t * 5 + 3) % 63;
-    }
-    if (d < 40) writer.add_document_to("test", doc.data(), doc.size());
-    else writer.add_document(doc);
-  }
-  writer.finish();
-  return dir;
-}
-
-}  // namespace
-
 TEST_CASE("train eval: the final checkpoint on the validation split is summary.json's final_val_loss") {
   TempDir tmp;
   const std::string out = tmp.path() + "/run";
@@ -458,7 +430,7 @@ TEST_CASE("train eval: any split of another shard set with the run's tokenizer, 
   TempDir tmp;
   const std::string out = tmp.path() + "/run";
   REQUIRE(run(base_args(out) + " --steps 4").exit_code == 0);
-  const std::string other = write_shards_with_test_split(tmp.path() + "/other");
+  const std::string other = write_learnable_shards(tmp.path() + "/other", 'a', 40);
   auto r = run(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 0 --threads 1 2>/dev/null");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -467,13 +439,14 @@ TEST_CASE("train eval: any split of another shard set with the run's tokenizer, 
   CHECK(e["same_data_as_training"] == false);
   CHECK(e["split_documents"] == 40);
   CHECK(e["windows"] == e["split_tokens"].get<int64_t>() / 33);  // --tokens 0: the whole split
+  CHECK(e["split_tokens"] == 40 * 81);
   CHECK(std::isfinite(e["loss"].get<double>()));
   // The run's --val-tokens by default, and a request larger than the split is capped, said so.
   auto capped = run(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 100000 --threads 1");
   CHECK(capped.exit_code == 0);
   CHECK_THAT(capped.output, Catch::Contains("--tokens 100000 capped to the split"));
 
-  const std::string foreign = write_shards_with_test_split(tmp.path() + "/foreign", 'b');
+  const std::string foreign = write_learnable_shards(tmp.path() + "/foreign", 'b', 40);
   auto refused = run(bin("train") + " eval " + out + " --data " + foreign + " --split test");
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.output, Catch::Contains("differs from the one the run was trained with"));
