@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
-.PHONY: all deps build test fast refit bench-data bench-train bench-fit refit-paper clean help
+.PHONY: all deps build test fast controls refit bench-data bench-train bench-fit refit-paper clean help
 
 all: build
 	$(MAKE) -f pipelines/micro.mk
@@ -18,6 +18,7 @@ help:
 	@echo "make bench-train  trainer benchmark against the PyTorch reference"
 	@echo "make bench-fit    fit-law timings"
 	@echo "make fast         the micro pipeline at FAST=1 (three tiny runs, every stage)"
+	@echo "make controls     the controls study: SP at tuned LRs and CompleteP (pipelines/controls.mk)"
 	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
 	@echo "make refit-paper  refit the paper's own tables with fit-law"
 	@echo "make clean        remove $(BUILD)/"
@@ -45,6 +46,10 @@ bench-fit: build
 
 fast: build
 	$(MAKE) -f pipelines/micro.mk FAST=1
+
+# the controls study (tuned learning rates, CompleteP): runs in parallel, one thread each
+controls: build
+	$(MAKE) -j $(JOBS) -f pipelines/controls.mk
 
 refit: build
 	$(MAKE) -f pipelines/refit.mk

@@ -76,6 +76,10 @@ BATCH_TOKENS ?= 2048
 TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) --micro-batch 32 \
   --tokens $(TOKENS) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 \
   --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads 2
+# TRAIN_EXTRA: flags appended to every run (the last of a repeated flag wins), e.g. the
+# controls study's --param completep ... or --threads 1 for parallel runs.
+TRAIN_EXTRA ?=
+TRAIN_ARGS += $(TRAIN_EXTRA)
 STUDY_TITLE ?= shapelaw micro-study: Brown corpus, $(VOCAB)-token BPE, $(TOKENS) tokens per run
 DATA_MANIFEST := $(manifest)
 TOKENIZER := $(tokenizer)

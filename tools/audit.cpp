@@ -19,9 +19,9 @@
 #include "audit/paper_audit.h"
 #include "audit/report.h"
 #include "audit/table_check.h"
-#include "util/atomic_file.h"
 #include "util/build_info.h"
 #include "util/error.h"
+#include "util/output.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -38,13 +38,8 @@ Format checked_format(const std::string& format_text) {
 
 void emit(const Report& report, const std::string& format_text, const std::string& output) {
   Format format = checked_format(format_text);
-  std::string text = render(report, format);
-  if (output.empty() || output == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  } else {
-    write_file_atomic(output, text);
-  }
+  for (const auto& w : report.warnings) std::fprintf(stderr, "audit: warning: %s\n", w.c_str());
+  write_output(output.empty() ? "-" : output, render(report, format));
 }
 
 int finish(const Report& report) {
@@ -68,7 +63,7 @@ int main(int argc, char** argv) {
     AuditOptions ao;
     app.add_option("inputs", inputs, "models CSV (columns in docs/formats.md), Hugging Face config.json, a train summary.json, or a directory with either");
     app.add_option("--format", format, "markdown (default), csv or json")->capture_default_str();
-    app.add_option("-o,--output", output, "write the report to this file (atomically) instead of stdout");
+    app.add_option("-o,--output", output, "write the report to this file (atomically; '-': stdout, the default)");
     app.add_flag("--keep-going", keep_going, "skip bad rows/files (each reported on stderr, exit 1) and print the rest");
     app.add_option("--law", law_spec,
                    "paper-log (2.43·ln W, default), paper-tau (2.06·W^0.44), paper-table10 (c·W^0.44 fitted to Table 10), "
@@ -82,6 +77,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"paper", "counted"}));
     app.add_option("--multiple", ao.multiple, "redesign width multiple")->capture_default_str()->check(CLI::PositiveNumber);
     app.add_option("--tolerance", ao.tolerance, "stated vs counted parameters: relative tolerance")->capture_default_str();
+    app.add_flag("--allow-degenerate-law", ao.allow_degenerate,
+                 "with a fit record whose capacity term is non-positive (A <= 0): compute ΔL anyway (refused by default)");
 
     CheckOptions co;
     std::vector<std::string> tables;

@@ -6,13 +6,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "fit/best_of.h"
 #include "fit/law.h"
 #include "fit/model.h"
 #include "fit/report.h"
 #include "fit/table.h"
-#include "util/atomic_file.h"
 #include "util/build_info.h"
 #include "util/error.h"
+#include "util/output.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -20,12 +21,16 @@ using namespace shapelaw;
 int main(int argc, char** argv) {
   return tool_main("fit-law", [&]() -> int {
     CLI::App app{"Fit scaling laws (paper ansatz, ablations, Kaplan, Chinchilla, gradient persistence)\n"
-                 "to summary.json files, directories of them, or CSV/JSONL tables."};
+                 "to summary.json files, directories of them, or CSV/JSONL tables (a params,tokens,loss table\n"
+                 "needs no depth or width: the laws that use them are skipped). The input order does not\n"
+                 "change the answer. --format json (and -o fit.json) is the complete record; csv carries\n"
+                 "every number and statement of it as rows (docs/formats.md); notes and warnings also go\n"
+                 "to stderr in every format."};
     app.set_version_flag("--version", shapelaw::tool_version("fit-law"));
     std::vector<std::string> inputs, col_specs, models;
     fit::LawOptions o;
     std::string loss = "huber", space = "log", phi = "absolute", format = "table", out_path, pred_path;
-    std::string weights = "none", compute_range = "1e18:1e24";
+    std::string weights = "none", compute_range = "1e18:1e24", best_of;
     double delta = 1e-3;
     bool list_models = false, skip_bad = false, no_loo = false, mixed_tokenizers = false;
     int threads = 0;
@@ -36,28 +41,29 @@ int main(int argc, char** argv) {
         ->delimiter(',');
     app.add_flag("--tau", o.tau, "input is a probe-grads tau table (fits tau-power and tau-log against width)");
     app.add_flag("--list-models", list_models, "list the laws and exit");
-    app.add_option("--loss", loss, "objective: huber or ls (least squares)")->check(CLI::IsMember({"huber", "ls"}));
-    app.add_option("--huber-delta", delta, "Huber delta (residual units of --space)")->check(CLI::PositiveNumber);
-    app.add_option("--space", space, "residuals in log space (ln f - ln y) or loss space (f - y)")
+    app.add_option("--loss", loss, "objective: huber or ls (least squares)")->capture_default_str()->check(CLI::IsMember({"huber", "ls"}));
+    app.add_option("--huber-delta", delta, "Huber delta (residual units of --space)")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--space", space, "residuals in log space (ln f - ln y) or loss space (f - y)")->capture_default_str()
         ->check(CLI::IsMember({"log", "loss"}));
     app.add_option("--phi", phi, "depth penalty: absolute = gamma*max(0,D-Dcrit)/W^mu (§3.4, default); "
-                                 "relative = .../(W^mu*Dcrit) (appendix A.2)")
+                                 "relative = .../(W^mu*Dcrit) (appendix A.2)")->capture_default_str()
         ->check(CLI::IsMember({"absolute", "relative"}));
-    app.add_option("--bootstrap,-B", o.bootstrap, "bootstrap resamples (0: none)")->check(CLI::NonNegativeNumber);
-    app.add_option("--seed", o.seed, "bootstrap seed");
-    app.add_option("--threads,-j", threads, "worker threads (0: all cores)")->check(CLI::NonNegativeNumber);
-    app.add_option("--holdout", o.holdout, "fraction of rows with the largest N held out by the extrapolation check (0: off)")
+    app.add_option("--bootstrap,-B", o.bootstrap, "bootstrap resamples (0: none)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--seed", o.seed, "bootstrap seed")->capture_default_str();
+    app.add_option("--threads,-j", threads, "worker threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--holdout", o.holdout, "fraction of rows with the largest N held out by the extrapolation check (0: off)")->capture_default_str()
         ->check(CLI::Range(0.0, 0.9));
     app.add_flag("--no-loo", no_loo, "skip leave-one-out cross-validation");
     bool no_profile = false;
     app.add_flag("--no-profile", no_profile, "skip profile-likelihood CIs of the nonlinear parameters");
-    app.add_option("--n", o.n_source, "parameter count N: auto (non-embedding if every row has it, else 12*D*W^2), "
-                                      "12dw2, total, nonembedding")
+    app.add_option("--n", o.n_source, "parameter count N: auto (a column mapped with --col params_nonembedding= or "
+                                      "--col params=, else non-embedding if every row has it, else 12*D*W^2, else the "
+                                      "total count; every output states the choice), 12dw2, total, nonembedding")->capture_default_str()
         ->check(CLI::IsMember({"auto", "12dw2", "total", "nonembedding"}));
-    app.add_option("--weights", weights, "none, or se (weight rows by 1/loss_se^2)")->check(CLI::IsMember({"none", "se"}));
-    app.add_option("--dcrit-widths", o.dcrit_widths, "widths at which D_crit is reported with CIs")->delimiter(',');
-    app.add_option("--compute-range", compute_range, "C_MIN:C_MAX for the compute-optimal search (FLOPs)");
-    app.add_option("--optimal-draws", o.optimal_draws, "bootstrap draws carried through the compute-optimal search")
+    app.add_option("--weights", weights, "none, or se (weight rows by 1/loss_se^2)")->capture_default_str()->check(CLI::IsMember({"none", "se"}));
+    app.add_option("--dcrit-widths", o.dcrit_widths, "widths at which D_crit is reported with CIs")->capture_default_str()->delimiter(',');
+    app.add_option("--compute-range", compute_range, "C_MIN:C_MAX for the compute-optimal search (FLOPs)")->capture_default_str();
+    app.add_option("--optimal-draws", o.optimal_draws, "bootstrap draws carried through the compute-optimal search")->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     std::vector<std::string> fix_specs;
     app.add_option("--fix", fix_specs, "hold a parameter at a value in every law that has it, NAME=VALUE "
@@ -65,11 +71,16 @@ int main(int argc, char** argv) {
     std::vector<std::string> grid_specs;
     app.add_option("--grid", grid_specs, "multi-start values of a nonlinear parameter, NAME=V1:V2:... "
                                          "(e.g. --grid kappa=1:2:3:4; default grids: docs/formats.md)");
-    app.add_option("--select", o.select, "model selection criterion")->check(CLI::IsMember({"aicc", "aic", "bic", "loo"}));
-    app.add_option("--max-iterations", o.fit.lm.max_iterations, "LM iteration limit per start")->check(CLI::PositiveNumber);
-    app.add_option("--out,-o", out_path, "write the fit record (fit.json) here");
-    app.add_option("--predictions", pred_path, "write per-row predictions and residuals (CSV) here");
-    app.add_option("--format", format, "stdout: table, markdown, csv or json")
+    app.add_option("--select", o.select, "model selection criterion")->capture_default_str()->check(CLI::IsMember({"aicc", "aic", "bic", "loo"}));
+    app.add_option("--max-iterations", o.fit.lm.max_iterations, "LM iteration limit per start")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--best-of", best_of,
+                   "per configuration (the binding config less KEY and seed), keep only the runs of the KEY value "
+                   "with the lowest mean loss over its seeds, e.g. --best-of lr for a learning-rate sweep; "
+                   "winners at the edge of their sweep are flagged (fit.json best_of)");
+    app.add_option("--out,-o", out_path, "write the fit record (fit.json) here ('-': stdout, instead of the report)");
+    app.add_option("--predictions", pred_path, "write per-row predictions and residuals (observed - predicted), CSV, "
+                                               "here ('-': stdout, instead of the report)");
+    app.add_option("--format", format, "stdout: table, markdown, csv or json")->capture_default_str()
         ->check(CLI::IsMember({"table", "markdown", "csv", "json"}));
     app.add_flag("--skip-bad-rows", skip_bad, "warn about and skip bad rows instead of failing");
     app.add_flag("--allow-mixed-tokenizers", mixed_tokenizers,
@@ -151,16 +162,49 @@ int main(int argc, char** argv) {
     lo.skip_bad_rows = skip_bad;
     lo.allow_mixed_tokenizers = mixed_tokenizers;
     for (const auto& spec : col_specs) lo.columns.insert(fit::parse_column_spec(spec));
+    if (is_stdout(out_path) && is_stdout(pred_path)) throw Error("-o - and --predictions -: only one output can be stdout");
     fit::LoadResult data = fit::load_tables(inputs, lo);
-    for (size_t i = 0; i < data.warnings.size() && i < 20; ++i)
-      std::fprintf(stderr, "fit-law: warning: %s\n", data.warnings[i].c_str());
-    if (data.warnings.size() > 20)
-      std::fprintf(stderr, "fit-law: warning: ... and %zu more (all in fit.json input.warnings)\n", data.warnings.size() - 20);
-    fit::resolve_inputs(data.rows, o.n_source);
-    fit::LawOutput result = fit::run_fit_law(data.rows, data.files, data.warnings, o);
-    if (!out_path.empty()) write_file_atomic(out_path, result.record.dump(2) + "\n");
-    if (!pred_path.empty()) write_file_atomic(pred_path, fit::predictions_csv(result.predictions));
-    std::cout << fit::render_record(result.record, format);
+    fit::FitInput in;
+    in.files = data.files;
+    in.warnings = data.warnings;
+    if (!best_of.empty()) {
+      fit::BestOfResult b = fit::select_best_of(data.rows, best_of);
+      in.rows = std::move(b.rows);
+      in.best_of = std::move(b.record);
+      in.warnings.insert(in.warnings.end(), b.warnings.begin(), b.warnings.end());
+    } else {
+      in.rows = std::move(data.rows);
+      for (auto& w : fit::check_replicates(in.rows)) in.warnings.push_back(std::move(w));
+    }
+    for (size_t i = 0; i < in.warnings.size() && i < 20; ++i)
+      std::fprintf(stderr, "fit-law: warning: %s\n", in.warnings[i].c_str());
+    if (in.warnings.size() > 20)
+      std::fprintf(stderr, "fit-law: warning: ... and %zu more (all in fit.json input.warnings)\n", in.warnings.size() - 20);
+    in.n = fit::resolve_inputs(in.rows, o.n_source, lo.columns);
+    std::fprintf(stderr, "fit-law: note: N: %s\n", in.n.reason.c_str());
+    fit::LawOutput result = fit::run_fit_law(std::move(in), o);
+    const nlohmann::json& rec = result.record;
+    auto is_warning = [&](const std::string& text) {
+      for (const auto& w : rec["warnings"])
+        if (w.get<std::string>().find(text) != std::string::npos) return true;
+      return false;
+    };
+    if (rec["input"].contains("tokens_note"))
+      std::fprintf(stderr, "fit-law: note: %s\n", rec["input"]["tokens_note"].get<std::string>().c_str());
+    for (const auto& m : rec["models"])
+      for (const auto& note : m["notes"])
+        if (!is_warning(note.get<std::string>()))
+          std::fprintf(stderr, "fit-law: note: %s: %s\n", m["name"].get<std::string>().c_str(),
+                       note.get<std::string>().c_str());
+    for (const auto& s : rec["skipped_models"])
+      std::fprintf(stderr, "fit-law: note: skipped %s: %s\n", s["name"].get<std::string>().c_str(),
+                   s["reason"].get<std::string>().c_str());
+    for (const auto& w : rec["warnings"])
+      std::fprintf(stderr, "fit-law: warning: %s\n", w.get<std::string>().c_str());
+    std::string report = fit::render_record(result.record, format);  // also checks the format
+    if (!out_path.empty()) write_output(out_path, result.record.dump(2) + "\n");
+    if (!pred_path.empty()) write_output(pred_path, fit::predictions_csv(result.predictions));
+    if (!is_stdout(out_path) && !is_stdout(pred_path)) write_output("-", report);
     return 0;
   });
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/equal_params.h"
 #include "train/distributed.h"
 #include "train/run_eval.h"
 #include "train/synthetic_data.h"
@@ -149,6 +150,22 @@ int main(int argc, char** argv) {
     app.add_option("--make-synthetic-shards", synthetic_dir,
                    "write a shard set of random tokens (vocab --vocab-size, default 50257) to DIR and exit");
     app.add_option("--synthetic-tokens", synthetic_tokens, "tokens in --make-synthetic-shards")->capture_default_str();
+    // train shapes: widths at (nearly) equal parameters, as a grid
+    auto* shapes = app.add_subcommand("shapes",
+                                      "print shapes at (nearly) equal parameters for given depths: for each depth the "
+                                      "width (a multiple of --head-dim) whose count is nearest --params, as a grid");
+    int64_t shape_target = 0;
+    std::vector<int> shape_depths;
+    std::string shape_count = "non-embedding", shape_format = "grid", shape_prefix, shape_flags;
+    shapes->add_option("--params", shape_target, "the parameter count to hold equal")->required();
+    shapes->add_option("--depths", shape_depths, "depths, e.g. 1,2,4,8,16")->delimiter(',')->required();
+    shapes->add_option("--count", shape_count, "non-embedding | 12DW2 | total")->capture_default_str();
+    shapes->add_option("--format", shape_format, "grid | table | json")->capture_default_str();
+    shapes->add_option("--prefix", shape_prefix, "run-name prefix (default n<params>)");
+    shapes->add_option("--flags", shape_flags, "extra train flags appended to every grid row");
+    shapes->footer("Other shape options (--head-dim, --vocab-size, --mlp, --norm, --tie-embeddings, --bias) are "
+                   "train's, given before `shapes`: e.g. train --head-dim 16 --vocab-size 2048 shapes --params 196608 "
+                   "--depths 1,2,4,8,16");
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -156,6 +173,18 @@ int main(int argc, char** argv) {
     }
     // An explicit warmup is the user's: not capped unless --warmup-cap is given as well.
     if (app.count("--warmup-steps") > 0 && app.count("--warmup-cap") == 0) config.warmup_cap = 0;
+    if (*shapes) {
+      auto base = config.model;
+      if (base.vocab_size == 0) base.vocab_size = 50257;  // the paper's GPT-2 vocabulary unless given
+      auto rows = shapelaw::equal_param_shapes(base, shape_target, shape_depths, shape_count);
+      std::fputs(shapelaw::render_equal_param_shapes(rows, shape_target, shape_count, shape_format,
+                                                     shape_prefix.empty() ? "n" + std::to_string(shape_target)
+                                                                          : shape_prefix,
+                                                     shape_flags)
+                     .c_str(),
+                 stdout);
+      return 0;
+    }
     if (!synthetic_dir.empty()) {
       auto vocab = config.model.vocab_size > 0 ? config.model.vocab_size : 50257;
       shapelaw::write_synthetic_shards(synthetic_dir, synthetic_tokens, uint32_t(vocab), config.seed);

@@ -23,7 +23,22 @@ AuditRow audit_model(const ModelEntry& model, const Law& law, const AuditOptions
   double n = o.n_counted ? static_cast<double>(r.count.active_non_embedding) : static_cast<double>(r.count.paper_12DW2);
   r.redesign = redesign(a.depth, r.dcrit, n, o.multiple);
   r.delta_loss = std::numeric_limits<double>::quiet_NaN();
-  if (r.redesign && law.point.has_phi) {
+  // N as the law was fitted
+  double n_fitted = static_cast<double>(r.count.paper_12DW2);
+  if (law.n_source == "nonembedding" || law.n_source == "auto") n_fitted = static_cast<double>(r.count.active_non_embedding);
+  else if (law.n_source == "total") n_fitted = static_cast<double>(r.count.active_total);
+  if (law.range) {
+    auto check = [&](const char* axis, const std::optional<Interval>& in, double v) {
+      if (!in || !(v > 0)) return;
+      if (v > in->hi * (1 + 1e-9)) r.outside.emplace_back(axis, v / in->hi);
+      else if (v < in->lo * (1 - 1e-9)) r.outside.emplace_back(axis, in->lo / v);
+    };
+    check("N", law.range->N, n_fitted);
+    check("W", law.range->W, W);
+    check("D", law.range->D, D);
+  }
+  const bool loss_allowed = law.loss_refused.empty() || o.allow_degenerate;
+  if (r.redesign && law.point.has_phi && loss_allowed) {
     const Redesign& rd = *r.redesign;
     // The capacity term uses N as the law was fitted; the redesign changes it by the rounding
     // of W' (and, for total counts, by the embedding at the new width).
@@ -67,6 +82,25 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
   rep.meta["redesign_n"] = o.n_counted ? "counted" : "paper_12DW2";
   rep.meta["redesign_multiple"] = o.multiple;
   rep.meta["tolerance"] = o.tolerance;
+  if (law.range) {
+    nlohmann::ordered_json rj = nlohmann::ordered_json::object();
+    for (auto [axis, in] : {std::pair<const char*, const std::optional<Interval>*>{"N", &law.range->N},
+                            {"T", &law.range->T}, {"D", &law.range->D}, {"W", &law.range->W}})
+      if (*in) rj[axis] = {(*in)->lo, (*in)->hi};
+    rep.meta["law_range"] = rj;
+    std::string text;
+    for (auto it = rj.begin(); it != rj.end(); ++it)
+      text += (text.empty() ? "" : ", ") + it.key() + " " + human_count(it.value()[0].get<double>()) + "–" +
+              human_count(it.value()[1].get<double>());
+    rep.header.push_back("The law was fitted on " + text + "; rows outside that range are extrapolations of it (column "
+                         "\"outside the fit's data\").");
+  }
+  rep.meta["loss_refused"] = law.loss_refused.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(law.loss_refused);
+  if (!law.loss_refused.empty())
+    rep.warnings.push_back(o.allow_degenerate ? "ΔL computed although " + law.loss_refused.substr(0, law.loss_refused.find(" (--allow")) +
+                                                    " (--allow-degenerate-law)"
+                                              : "no ΔL: " + law.loss_refused);
+  int n_outside = 0;
 
   // The paper's two forms side by side, to show where the choice of form changes the verdict.
   const Law log_form = builtin_law("paper-log"), tau_form = builtin_law("paper-tau");
@@ -76,7 +110,7 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
   t.id = "models";
   t.title = "Depth audit";
   t.columns = {"model", "kind", "D", "W", "params stated", "params counted", "D_crit [95% CI]",
-               "D/D_crit [95% CI]", "verdict", "redesign D'×W'", "N'/N", "ΔL nats [95% CI]"};
+               "D/D_crit [95% CI]", "verdict", "redesign D'×W'", "N'/N", "ΔL nats [95% CI]", "outside the fit's data"};
   for (const auto& m : models) {
     AuditRow r = audit_model(m, law, o);
     const Arch& a = m.arch;
@@ -100,6 +134,7 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
       rd = std::to_string(r.redesign->depth) + "×" + std::to_string(r.redesign->width);
       nratio = fixed(r.redesign->n_redesign / r.redesign->n_original, 3);
       if (std::isfinite(r.delta_loss)) dl = with_ci(r.delta_loss, opt(r.delta_ci, true), opt(r.delta_ci, false), 3);
+      else if (!law.loss_refused.empty() && !o.allow_degenerate) dl = "refused (A ≤ 0)";
     }
     nlohmann::ordered_json j;
     j["model"] = a.name;
@@ -127,6 +162,7 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
       j["delta_loss"] = std::isfinite(r.delta_loss) ? nlohmann::ordered_json(r.delta_loss) : nlohmann::ordered_json();
       j["delta_loss_ci95"] =
           r.delta_ci ? nlohmann::ordered_json({r.delta_ci->lo, r.delta_ci->hi}) : nlohmann::ordered_json();
+      if (!law.loss_refused.empty() && !o.allow_degenerate) j["delta_loss_refused"] = law.loss_refused;
     } else {
       j["redesign"] = nullptr;
       j["delta_loss"] = nullptr;
@@ -141,9 +177,22 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
       flips.push_back(a.name + " (" + fixed(dlog, 1) + " vs " + fixed(dtau, 1) + ": " + j["verdict_paper_log"].get<std::string>() +
                       " vs " + j["verdict_paper_tau"].get<std::string>() + ")");
     j["source"] = m.source_arch;
+    std::string outside = law.range ? "inside" : "—";
+    if (law.range) {
+      nlohmann::ordered_json ex = nlohmann::ordered_json::object();
+      for (const auto& [axis, factor] : r.outside) ex[axis] = factor;
+      j["extrapolation"] = r.outside.empty() ? nlohmann::ordered_json() : ex;
+      if (!r.outside.empty()) {
+        ++n_outside;
+        outside.clear();
+        for (const auto& [axis, factor] : r.outside)
+          outside += (outside.empty() ? "" : ", ") + axis + " ×" + (factor < 100 ? fixed(factor, 1) : human_count(factor));
+        outside = "extrapolated: " + outside;
+      }
+    }
     t.add({a.name, m.kind, std::to_string(a.depth), std::to_string(a.width), stated, counted,
            with_ci(r.dcrit, opt(r.dcrit_ci, true), opt(r.dcrit_ci, false), 1),
-           with_ci(r.ratio, opt(r.ratio_ci, true), opt(r.ratio_ci, false), 2), verdict_text, rd, nratio, dl},
+           with_ci(r.ratio, opt(r.ratio_ci, true), opt(r.ratio_ci, false), 2), verdict_text, rd, nratio, dl, outside},
           std::move(j));
     if (m.stated_params > 0 && std::fabs(r.count_diff) > o.tolerance)
       t.notes.push_back(a.name + ": stated " + human_count(m.stated_params) + " vs counted " +
@@ -170,6 +219,10 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
           return x;
         }() + ".") +
         " JSON rows carry dcrit_paper_log/dcrit_paper_tau and both verdicts; `audit laws` tabulates the forms.");
+  if (n_outside > 0)
+    rep.warnings.push_back(std::to_string(n_outside) + " of " + std::to_string(models.size()) +
+                           " models lie outside the data the law was fitted on: their D_crit, verdict and redesign "
+                           "extrapolate the fitted law (column \"outside the fit's data\" says by how far)");
   rep.tables.push_back(std::move(t));
   return rep;
 }

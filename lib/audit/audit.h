@@ -18,6 +18,7 @@ struct AuditOptions {
   bool n_counted = false;   // redesign N: counted non-embedding (active for MoE) instead of 12·D·W²
   int64_t multiple = 128;   // redesign width multiple
   double tolerance = 0.02;  // stated vs counted parameters
+  bool allow_degenerate = false;  // compute ΔL even from a law whose loss predictions are refused
 };
 
 struct AuditRow {
@@ -31,6 +32,9 @@ struct AuditRow {
   std::optional<Redesign> redesign;
   double delta_loss = 0;  // NaN when the law cannot predict loss or there is no redesign
   std::optional<Interval> delta_ci;
+  // Axes (N, W, D) on which the model lies outside the fitted law's data, with the factor by
+  // which it does (value/max above, min/value below); empty inside or for a paper law.
+  std::vector<std::pair<std::string, double>> outside;
 };
 
 AuditRow audit_model(const ModelEntry& model, const Law& law, const AuditOptions& options);

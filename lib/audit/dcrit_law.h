@@ -40,6 +40,12 @@ struct Interval {
   double lo = 0, hi = 0;
 };
 
+// The data a fitted law was fitted on (fit.json input.range): audit marks every model
+// outside it as an extrapolation of the law, and by how far.
+struct DataRange {
+  std::optional<Interval> N, T, D, W;
+};
+
 struct Law {
   std::string name;         // "paper-log", "fit.json:paper-log", ...
   std::string description;  // human formula with constants
@@ -48,6 +54,10 @@ struct Law {
   std::string n_source = "12dw2";  // N of the capacity term: 12dw2, nonembedding (or auto), total
   LawParams point;
   std::vector<LawParams> draws;
+  std::optional<DataRange> range;  // a fit record's; none for the paper's laws
+  // Why the law's loss predictions are refused ("" when they are not): a capacity term with a
+  // non-positive coefficient (A ≤ 0) predicts that loss falls as the model shrinks.
+  std::string loss_refused;
 };
 
 std::vector<std::string> builtin_law_names();

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/numbers.h"
-#include "util/atomic_file.h"
+#include "records/versioned_json.h"
 #include "util/error.h"
 
 namespace shapelaw::audit {
@@ -15,8 +15,17 @@ namespace {
 
 using nlohmann::json;
 
+using records::fail_field;
 [[noreturn]] void fail(const std::string& path, const std::string& field, const std::string& what) {
-  throw Error(located(path, 0, "field '" + field + "': " + what));
+  fail_field(path, field, what);
+}
+
+std::optional<Interval> interval_at(const std::string& path, const json& range, const char* key) {
+  if (!range.contains(key)) return std::nullopt;
+  const json& v = range[key];
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number())
+    fail(path, std::string("input.range.") + key, "expected [lo, hi], got " + v.dump());
+  return Interval{v[0].get<double>(), v[1].get<double>()};
 }
 
 double number_at(const std::string& path, const json& j, const char* key, const std::string& field) {
@@ -29,18 +38,7 @@ double number_at(const std::string& path, const json& j, const char* key, const 
 }  // namespace
 
 Law law_from_fit_file(const std::string& path, const std::string& model_name) {
-  json root;
-  try {
-    root = json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    throw Error(located(path, 0, std::string("not valid JSON: ") + e.what()));
-  }
-  if (!root.is_object()) throw Error(located(path, 0, "not a JSON object"));
-  if (root.value("format", std::string()) != "shapelaw.fit")
-    fail(path, "format", "expected \"shapelaw.fit\" (a fit-law record), got " +
-                             (root.contains("format") ? root["format"].dump() : std::string("nothing")));
-  if (root.contains("version") && root["version"].is_number() && root["version"].get<double>() >= 2)
-    fail(path, "version", root["version"].dump() + " is newer than this audit understands (1)");
+  const json root = records::read_versioned_json(path, "shapelaw.fit", 1);
   if (!root.contains("models") || !root["models"].is_array() || root["models"].empty())
     fail(path, "models", "missing or empty");
 
@@ -106,10 +104,12 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
         (*opts)["options"]["phi"].is_string())
       phi_mode = (*opts)["options"]["phi"].get<std::string>();
   if (dc.contains("phi") && dc["phi"].is_string()) phi_mode = dc["phi"].get<std::string>();
+  // the N the fit used: n_resolved (what --n auto chose), else the n_source asked for
   for (const json* opts : std::array<const json*, 2>{&root, &m})
-    if (opts->contains("options") && (*opts)["options"].is_object() && (*opts)["options"].contains("n_source") &&
-        (*opts)["options"]["n_source"].is_string())
-      law.n_source = (*opts)["options"]["n_source"].get<std::string>();
+    for (const char* key : {"n_source", "n_resolved"})
+      if (opts->contains("options") && (*opts)["options"].is_object() && (*opts)["options"].contains(key) &&
+          (*opts)["options"][key].is_string())
+        law.n_source = (*opts)["options"][key].get<std::string>();
   if (law.n_source != "12dw2" && law.n_source != "nonembedding" && law.n_source != "auto" && law.n_source != "total")
     fail(path, "options.n_source", "expected 12dw2, nonembedding, auto or total, got \"" + law.n_source + "\"");
   if (!phi_mode.empty() && phi_mode != "relative" && phi_mode != "absolute")
@@ -171,6 +171,16 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
     law.ci_label = "bootstrap_draws of " + path + " (" + std::to_string(law.draws.size()) + " draws)";
   }
   law.description = "D_crit = " + describe(p) + " (" + wanted + " from " + path + ")";
+  if (root.contains("input") && root["input"].is_object() && root["input"].contains("range")) {
+    const json& r = root["input"]["range"];
+    if (!r.is_object()) fail(path, "input.range", "expected an object");
+    law.range = DataRange{interval_at(path, r, "N"), interval_at(path, r, "T"), interval_at(path, r, "D"),
+                          interval_at(path, r, "W")};
+  }
+  // A ≤ 0 in A/N^α: loss would rise with N, so a redesign's ΔL says nothing (B/T^δ cancels)
+  if (auto it = est.find("A"); it != est.end() && it->second <= 0 && p.has_capacity)
+    law.loss_refused = "the fitted capacity term A/N^alpha has A = " + fixed(it->second, 4) +
+                       " <= 0, so its loss differences are not predictions (--allow-degenerate-law computes them anyway)";
   if (!p.has_phi) law.loss_note = "no loss prediction: the model has no γ/μ estimates";
   else if (p.has_capacity)
     law.loss_note = "Φ and the capacity term A/N^α from the fit with N as it was fitted (n_source " + law.n_source +

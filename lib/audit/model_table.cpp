@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "audit/csv.h"
+#include "util/csv.h"
 #include "audit/hf_config.h"
 #include "audit/numbers.h"
 #include "audit/row_reader.h"

@@ -5,10 +5,12 @@
 #include <optional>
 #include <string>
 
+#include "util/text.h"
+
 namespace shapelaw::audit {
 
-std::string trim(const std::string& s);
-std::string lower(std::string s);
+using shapelaw::lower;
+using shapelaw::trim;
 
 // Whole-string parses; "1,234" and trailing garbage are rejected.
 bool parse_int(const std::string& text, int64_t& out);

@@ -1,6 +1,8 @@
 #include "audit/report.h"
 
-#include "audit/csv.h"
+#include <algorithm>
+
+#include "util/csv.h"
 #include "audit/numbers.h"
 
 namespace shapelaw::audit {
@@ -34,6 +36,7 @@ std::string markdown(const Report& r) {
   std::string out = "# audit " + r.kind + "\n\n";
   for (const auto& line : r.header) out += line + "\n";
   if (!r.header.empty()) out += "\n";
+  for (const auto& w : r.warnings) out += "**Warning:** " + w + "\n\n";
   for (const auto& t : r.tables) {
     out += "## " + t.title + "\n\n";
     if (t.cells.empty()) {
@@ -62,17 +65,55 @@ std::string markdown(const Report& r) {
   return out;
 }
 
+// One CSV cell per number: a row's JSON is flattened, objects into parent_child columns,
+// a [lo, hi] interval under KEY_ci95 into KEY_lo and KEY_hi, other arrays ';'-joined, null
+// empty; columns in order of first appearance over the rows.
+void flatten(const nlohmann::ordered_json& v, const std::string& key, nlohmann::ordered_json& out) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) flatten(it.value(), key.empty() ? it.key() : key + "_" + it.key(), out);
+  } else if (v.is_array()) {
+    const std::string ci = "_ci95";
+    if (v.size() == 2 && v[0].is_number() && v[1].is_number() && key.size() > ci.size() &&
+        key.compare(key.size() - ci.size(), ci.size(), ci) == 0) {
+      const std::string stem = key.substr(0, key.size() - ci.size());
+      out[stem + "_lo"] = v[0];
+      out[stem + "_hi"] = v[1];
+    } else {
+      std::string joined;
+      for (const auto& x : v) joined += (joined.empty() ? "" : ";") + (x.is_string() ? x.get<std::string>() : x.dump());
+      out[key] = joined;
+    }
+  } else {
+    out[key] = v;
+  }
+}
+
+std::string cell(const nlohmann::ordered_json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();  // numbers round-trip; booleans true/false
+}
+
 std::string csv(const Report& r) {
   std::string out;
   bool several = r.tables.size() > 1;
   for (size_t k = 0; k < r.tables.size(); ++k) {
     const auto& t = r.tables[k];
     if (several) out += (k ? "\n# " : "# ") + t.id + "\n";
-    for (size_t i = 0; i < t.columns.size(); ++i) out += (i ? "," : "") + csv_escape(t.columns[i]);
-    out += "\n";
-    for (const auto& row : t.cells) {
-      for (size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + csv_escape(row[i]);
-      out += "\n";
+    std::vector<nlohmann::ordered_json> flat;
+    std::vector<std::string> columns;
+    for (const auto& row : t.rows) {
+      nlohmann::ordered_json f = nlohmann::ordered_json::object();
+      flatten(row, "", f);
+      for (auto it = f.begin(); it != f.end(); ++it)
+        if (std::find(columns.begin(), columns.end(), it.key()) == columns.end()) columns.push_back(it.key());
+      flat.push_back(std::move(f));
+    }
+    out += csv_row(columns);
+    for (const auto& f : flat) {
+      std::vector<std::string> cells;
+      for (const auto& c : columns) cells.push_back(f.contains(c) ? cell(f[c]) : "");
+      out += csv_row(cells);
     }
   }
   return out;
@@ -84,6 +125,7 @@ std::string json(const Report& r) {
   j["version"] = 1;
   j["kind"] = r.kind;
   j["meta"] = r.meta;
+  j["warnings"] = r.warnings;
   j["tables"] = nlohmann::ordered_json::array();
   for (const auto& t : r.tables) {
     nlohmann::ordered_json tj;

@@ -27,11 +27,14 @@ struct Report {
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();
   std::vector<ReportTable> tables;
   std::vector<std::string> errors; // rows skipped under --keep-going
+  std::vector<std::string> warnings;  // caveats every format carries (the tool also prints them on stderr)
 };
 
-// markdown: "# kind" heading, header lines, a "## title" section per table with notes as
-// bullets; csv: the tables only (a "# id" line before each when there are several);
-// json: {"format": "shapelaw.audit", "version": 1, "kind", "meta", "tables": [...], "errors"}.
+// markdown: "# kind" heading, header lines, warnings, a "## title" section per table with
+// notes as bullets; csv: the tables only, one column per number of the JSON rows (objects
+// flattened to parent_child, [lo, hi] intervals KEY_ci95 to KEY_lo, KEY_hi; a "# id" line
+// before each table when there are several); json: {"format": "shapelaw.audit", "version": 1,
+// "kind", "meta", "warnings", "tables": [...], "errors"}.
 std::string render(const Report& report, Format format);
 
 }  // namespace shapelaw::audit

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/csv.h"
+#include "util/csv.h"
 
 namespace shapelaw::audit {
 

@@ -7,10 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/model_table.h"
+#include "records/run_summary.h"
 
 namespace shapelaw::audit {
 
-bool is_run_summary(const nlohmann::json& j);
+using records::is_run_summary;
 ModelEntry model_from_run_summary(const nlohmann::json& j, const std::string& path);
 
 }  // namespace shapelaw::audit

@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "audit/csv.h"
+#include "util/csv.h"
 #include "audit/model_table.h"
 #include "audit/numbers.h"
 #include "audit/paper_data.h"

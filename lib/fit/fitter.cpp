@@ -258,7 +258,7 @@ FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const Fi
   {
     std::vector<size_t> idx(results.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return results[a].objective < results[b].objective; });
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return results[a].objective < results[b].objective; });
     VectorXd flo, fhi;
     bounds(m, flo, fhi, true);
     auto fj = [&](const VectorXd& pp, VectorXd& rr, MatrixXd* J) {
@@ -284,7 +284,7 @@ FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const Fi
   fr.n_starts = (int)starts.size();
   std::vector<size_t> order(results.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return results[a].objective < results[b].objective;
   });
   const LMResult& best = results[order[0]];
@@ -321,6 +321,8 @@ FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const Fi
       counts.push_back(1);
     }
   }
+  for (size_t i : order)
+    if (std::isfinite(results[i].objective)) fr.solutions.emplace_back(results[i].objective, results[i].p);
   fr.n_distinct_optima = (int)reps.size();
   for (size_t q = 0; q < reps.size() && q < 10; ++q) fr.optima.push_back({results[reps[q]].objective, counts[q]});
   for (size_t q = 0; q < reps.size() && q < 3; ++q) fr.optima_params.push_back(results[reps[q]].p);

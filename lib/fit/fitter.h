@@ -33,6 +33,9 @@ struct FitResult {
   int n_starts = 0, n_converged = 0, n_at_best = 0, n_distinct_optima = 0;
   std::vector<std::pair<double, int>> optima;  // distinct local optima: objective, #starts (best first, ≤10)
   std::vector<Eigen::VectorXd> optima_params;  // their parameters (≤5), restarts for resampled fits
+  // every start's end point with a finite objective, best first (ties by start index):
+  // fit/identification.h looks for equally good ones that disagree
+  std::vector<std::pair<double, Eigen::VectorXd>> solutions;
   std::vector<bool> at_bound;
   // at the optimum
   Eigen::VectorXd residuals;  // fitting space, weighted

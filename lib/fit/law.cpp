@@ -7,10 +7,12 @@
 #include <map>
 #include <set>
 
+#include "fit/identification.h"
 #include "fit/parallel.h"
 #include "fit/profile.h"
 #include "fit/replicates.h"
 #include "fit/resample.h"
+#include "fit/selection.h"
 #include "fit/stats.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -48,34 +50,45 @@ Percentiles summarize(const std::vector<double>& v) {
   return p;
 }
 
-json optimal_json(const OptimalCurve& c) {
+// shapes false (the data has no depth and width): N* and T* only
+json optimal_json(const OptimalCurve& c, bool shapes) {
   json j;
   j["available"] = c.available;
   if (!c.reason.empty()) j["reason"] = c.reason;
   if (!c.available) return j;
-  j["shape_unique"] = c.shape_unique;
+  j["shapes"] = shapes;
+  if (shapes) j["shape_unique"] = c.shape_unique;
   j["n_interior"] = c.n_interior;
-  j["slopes"] = {{"N", num(c.slope_N)}, {"T", num(c.slope_T)}, {"D_deepest", num(c.slope_D_hi)},
-                 {"W_at_D_deepest", num(c.slope_W_at_D_hi)}, {"D_shallowest", num(c.slope_D_lo)},
-                 {"W_at_D_shallowest", num(c.slope_W_at_D_lo)}};
+  j["slopes"] = {{"N", num(c.slope_N)}, {"T", num(c.slope_T)}};
+  if (shapes)
+    j["slopes"].update({{"D_deepest", num(c.slope_D_hi)}, {"W_at_D_deepest", num(c.slope_W_at_D_hi)},
+                        {"D_shallowest", num(c.slope_D_lo)}, {"W_at_D_shallowest", num(c.slope_W_at_D_lo)}});
   json pts = json::array();
-  for (const auto& p : c.points)
-    pts.push_back({{"C", p.C}, {"L", num(p.L)}, {"N", p.N}, {"T", p.T}, {"D_shallowest", p.D_lo},
-                   {"D_deepest", p.D_hi}, {"W_at_D_shallowest", p.W_at_D_lo}, {"W_at_D_deepest", p.W_at_D_hi},
-                   {"boundary", p.boundary}});
+  for (const auto& p : c.points) {
+    json q = {{"C", p.C}, {"L", num(p.L)}, {"N", p.N}, {"T", p.T}, {"boundary", p.boundary}};
+    if (shapes)
+      q.update({{"D_shallowest", p.D_lo}, {"D_deepest", p.D_hi}, {"W_at_D_shallowest", p.W_at_D_lo},
+                {"W_at_D_deepest", p.W_at_D_hi}});
+    pts.push_back(q);
+  }
   j["points"] = pts;
   return j;
 }
 
 }  // namespace
 
-LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& files,
-                      const std::vector<std::string>& warnings, const LawOptions& opt) {
+LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
   LawOutput out;
   json& rec = out.record;
   const std::string response = opt.tau ? "tau" : "loss";
+  std::vector<Row>& rows = in.rows;
+  canonical_order(rows);
+  std::vector<std::string> files = in.files;
+  std::sort(files.begin(), files.end());
+  const std::vector<std::string>& warnings = in.warnings;
+  std::vector<std::string> loud;  // caveats every output format shows (fit.json "warnings", stderr)
 
-  // input hash: the bytes of every input file, in order
+  // input hash: the bytes of every input file, in sorted order
   Sha256 hash;
   for (const auto& f : files) {
     std::string content = read_file(f);
@@ -143,6 +156,7 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
     for (const auto& r : rows) { lo = std::min(lo, get(r)); hi = std::max(hi, get(r)); }
     return hi > lo;
   };
+  const bool shapes = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.depth > 0 && r.width > 0; });
   bool D_varies = varies([](const Row& r) { return r.depth; });
   bool W_varies = varies([](const Row& r) { return r.width; });
   bool N_varies = varies([](const Row& r) { return r.N; });
@@ -157,6 +171,8 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                   {"loo", opt.loo},
                   {"profile", opt.profile},
                   {"n_source", opt.n_source},
+                  {"n_resolved", in.n.source},
+                  {"n_note", in.n.reason},
                   {"weights", opt.weights_se ? "se" : "none"},
                   {"response", response},
                   {"select", opt.select},
@@ -175,7 +191,22 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                 {"tokenizers", tokenizers},
                 {"tokens_vary", T_varies}};
   if (!T_note.empty()) input["tokens_note"] = T_note;
+  // the data's range: audit marks what lies outside it as an extrapolation of the law
+  auto range = [&](auto get) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const auto& r : rows) { lo = std::min(lo, get(r)); hi = std::max(hi, get(r)); }
+    return interval(lo, hi);
+  };
+  json data_range = {{"N", range([](const Row& r) { return r.N; })}};
+  if (t_known == n) data_range["T"] = range([](const Row& r) { return r.T; });
+  if (shapes) {
+    data_range["D"] = range([](const Row& r) { return r.depth; });
+    data_range["W"] = range([](const Row& r) { return r.width; });
+  }
+  input["range"] = data_range;
+  input["shapes"] = shapes;
   rec["input"] = input;
+  if (!in.best_of.is_null()) rec["best_of"] = in.best_of;
 
   // replicates (e.g. seeds): the noise floor every law is tested against. Not for τ tables:
   // there the rows of one configuration are steps of one run, not independent replicates.
@@ -212,7 +243,10 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
   }
   rec["models"] = json::array();
   json skipped = json::array();
-  std::map<std::string, std::pair<Model, FitResult>> fitted;
+  std::map<std::string, FittedLaw> fitted;
+  std::map<std::string, std::string> law_of_family;  // equivalence key -> the law fitted for it
+  OptimalOptions optimal = opt.optimal;
+  optimal.shapes = shapes;
   for (const auto& name : names) {
     auto t0 = std::chrono::steady_clock::now();
     Model m = make_model(name, mo);
@@ -225,7 +259,8 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
                   " table" + (opt.tau ? "" : " (use --tau for a probe-grads table)"));
     }
     std::string why;
-    if (m.has_phi && !D_varies) why = "depth does not vary: the depth penalty is not identifiable";
+    if (m.uses_shape && !shapes) why = "needs depth and width; the rows have none";
+    else if (m.has_phi && !D_varies) why = "depth does not vary: the depth penalty is not identifiable";
     else if (m.has_phi && !W_varies) why = "width does not vary: D_crit(W) and mu are not identifiable";
     else if (m.response == "loss" && !N_varies) why = "N does not vary: the capacity term is not identifiable";
     else if (m.response == "tau" && !W_varies) why = "width does not vary";
@@ -234,7 +269,16 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
       skipped.push_back({{"name", name}, {"reason", why}});
       continue;
     }
+    auto [family, fresh] = law_of_family.emplace(m.equivalence_key(), name);
+    if (!fresh) {
+      // the same function with other names (e.g. E for B_T when T is constant): one law, fitted once
+      skipped.push_back({{"name", name}, {"equivalent_to", family->second},
+                         {"reason", "identical to " + family->second + " on this data (" + m.equivalence_key() +
+                                        "): reported as one law"}});
+      continue;
+    }
     FitResult fr = fit_multistart(m, pts, opt.fit);
+    const Identification ident = identify(m, pts, fr, opt.fit);
     const int P = m.n_params();
     auto pnames = m.param_names();
     BootstrapResult boot;
@@ -282,8 +326,32 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
     }
     mj["params"] = params;
     mj["not_identifiable"] = m.not_identifiable;
-    mj["weakly_identified"] = fr.weakly_identified;
+    std::vector<std::string> weak = fr.weakly_identified;
+    for (const auto& w : ident.not_identified)
+      if (std::find(weak.begin(), weak.end(), w) == weak.end()) weak.push_back(w);
+    mj["weakly_identified"] = weak;
+    {
+      json ranges = json::object();
+      for (const auto& r : ident.ranges) ranges[r.name] = interval(r.lo, r.hi);
+      mj["identification"] = {{"status", ident.identified() ? "identified" : "weakly_identified"},
+                              {"tolerance", ident.tolerance},
+                              {"solutions_within_tolerance", ident.solutions_within},
+                              {"not_identified", ident.not_identified},
+                              {"ranges", ranges}};
+    }
     mj["notes"] = m.notes;
+    if (!ident.identified()) {
+      mj["notes"].push_back(ident.message());
+      loud.push_back(m.name + ": " + ident.message());
+    }
+    if (!fr.converged) {
+      const std::string msg = m.name + ": the best of " + std::to_string(fr.n_starts) + " starts did not converge (" +
+                              fr.status + " after " + std::to_string(fr.iterations) + " iterations; " +
+                              std::to_string(fr.n_converged) + " starts converged): its tests and its place in the "
+                              "selection are not to be trusted (raise --max-iterations)";
+      mj["notes"].push_back(msg);
+      loud.push_back(msg);
+    }
     json cov = json::array();
     for (int a = 0; a < P; ++a) {
       json row = json::array();
@@ -387,12 +455,12 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
       derived["Nc"] = {{"estimate", num(nc(fr.p))}, {"ci95_bootstrap", interval(pc.lo, pc.hi)}};
     }
     if (m.response == "loss") {
-      OptimalCurve oc = compute_optimal(m, fr.p, opt.optimal);
-      json oj = optimal_json(oc);
+      OptimalCurve oc = compute_optimal(m, fr.p, optimal);
+      json oj = optimal_json(oc, shapes);
       if (oc.available && opt.optimal_draws > 0 && !boot.draws.empty()) {
         size_t nd = std::min<size_t>(opt.optimal_draws, boot.draws.size());
         std::vector<OptimalCurve> curves(nd);
-        parallel_for(nd, opt.fit.threads, [&](size_t b) { curves[b] = compute_optimal(m, boot.draws[b], opt.optimal); });
+        parallel_for(nd, opt.fit.threads, [&](size_t b) { curves[b] = compute_optimal(m, boot.draws[b], optimal); });
         json ci = json::object();
         auto add = [&](const char* key, double OptimalCurve::*f) {
           std::vector<double> v;
@@ -403,10 +471,12 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
         };
         add("N", &OptimalCurve::slope_N);
         add("T", &OptimalCurve::slope_T);
-        add("D_deepest", &OptimalCurve::slope_D_hi);
-        add("W_at_D_deepest", &OptimalCurve::slope_W_at_D_hi);
-        add("D_shallowest", &OptimalCurve::slope_D_lo);
-        add("W_at_D_shallowest", &OptimalCurve::slope_W_at_D_lo);
+        if (shapes) {
+          add("D_deepest", &OptimalCurve::slope_D_hi);
+          add("W_at_D_deepest", &OptimalCurve::slope_W_at_D_hi);
+          add("D_shallowest", &OptimalCurve::slope_D_lo);
+          add("W_at_D_shallowest", &OptimalCurve::slope_W_at_D_lo);
+        }
         oj["slopes_bootstrap"] = ci;
         oj["draws"] = nd;
       }
@@ -428,71 +498,23 @@ LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& fil
       pr.T = rows[i].T;
       pr.observed = obs[i];
       pr.predicted = pred[i];
-      pr.residual = pred[i] - obs[i];
+      pr.residual = obs[i] - pred[i];
       pr.loo_predicted = opt.loo ? loo[i] : kNaN;
       pr.extrapolation_predicted = ex_pred[i];
       out.predictions.push_back(pr);
     }
-    fitted.emplace(name, std::make_pair(m, fr));
+    fitted.emplace(name, FittedLaw{m, fr, ident});
   }
   rec["skipped_models"] = skipped;
   if (rec["models"].empty()) throw Error("no model could be fitted to this data (see the reasons: " + skipped.dump() + ")");
 
-  // comparison
-  json comp;
-  comp["criterion"] = opt.select;
-  json table = json::array();
-  double best_score = std::numeric_limits<double>::infinity();
-  std::string selected, selected_phi;
-  double best_phi = std::numeric_limits<double>::infinity();
-  auto score_of = [&](const json& mj) {
-    const json& mt = mj["metrics"];
-    const char* key = opt.select == "aic" ? "aic" : opt.select == "bic" ? "bic" : opt.select == "loo" ? "loo_rmse" : "aicc";
-    return mt.contains(key) && mt[key].is_number() ? mt[key].get<double>() : std::numeric_limits<double>::infinity();
-  };
-  for (const auto& mj : rec["models"]) {
-    double s = score_of(mj);
-    if (s < best_score) { best_score = s; selected = mj["name"]; }
-    if (mj.contains("dcrit") && s < best_phi) { best_phi = s; selected_phi = mj["name"]; }
-  }
-  double wsum = 0;
-  for (const auto& mj : rec["models"]) {
-    const json& mt = mj["metrics"];
-    table.push_back({{"model", mj["name"]}, {"k", mt["k"]}, {"aicc", mt["aicc"]}, {"aic", mt["aic"]},
-                     {"bic", mt["bic"]}, {"r2", mt["r2"]}, {"rmse", mt["rmse"]},
-                     {"loo_rmse", mt.value("loo_rmse", json(nullptr))}, {"score", num(score_of(mj))}});
-  }
-  // Akaike weights on AICc
-  double min_aicc = std::numeric_limits<double>::infinity();
-  for (auto& t : table)
-    if (t["aicc"].is_number()) min_aicc = std::min(min_aicc, t["aicc"].get<double>());
-  for (auto& t : table)
-    if (t["aicc"].is_number()) wsum += std::exp(-0.5 * (t["aicc"].get<double>() - min_aicc));
-  for (auto& t : table) {
-    if (t["aicc"].is_number()) {
-      double d = t["aicc"].get<double>() - min_aicc;
-      t["delta_aicc"] = d;
-      t["akaike_weight"] = std::exp(-0.5 * d) / wsum;
-    }
-  }
-  comp["table"] = table;
-  // likelihood-ratio tests: with Φ against without Φ (nested: γ = 0 removes μ and D_crit)
-  json lrts = json::array();
-  for (const std::string full : {"paper-log", "paper-power"}) {
-    auto a = fitted.find(full), b = fitted.find("no-phi");
-    if (a == fitted.end() || b == fitted.end()) continue;
-    double rss1 = a->second.second.residuals.squaredNorm(), rss0 = b->second.second.residuals.squaredNorm();
-    int df = a->second.first.n_free() - b->second.first.n_free();
-    double lr = (double)n * std::log(rss0 / rss1);
-    lrts.push_back({{"full", full}, {"reduced", "no-phi"}, {"statistic", num(lr)}, {"df", df},
-                    {"p_value", num(chi2_sf(std::max(0.0, lr), df))},
-                    {"note", "Gaussian LR n*ln(RSS0/RSS1) in the fitting space; D_crit and mu vanish under the null "
-                             "(Davies' problem), so the chi-square p-value is approximate (anti-conservative)"}});
-  }
-  comp["likelihood_ratio"] = lrts;
-  rec["comparison"] = comp;
-  rec["selected_model"] = selected;
-  if (!selected_phi.empty()) rec["selected_phi_model"] = selected_phi;
+  Selection sel = select_law(rec["models"], fitted, n, opt.select);
+  rec["comparison"] = sel.comparison;
+  rec["selected_model"] = sel.selected;
+  if (!sel.selected_phi.empty()) rec["selected_phi_model"] = sel.selected_phi;
+  rec["selected_identified_model"] = sel.selected_identified.empty() ? json(nullptr) : json(sel.selected_identified);
+  loud.insert(loud.end(), sel.warnings.begin(), sel.warnings.end());
+  rec["warnings"] = loud;
   return out;
 }
 

@@ -35,10 +35,20 @@ struct LawOptions {
   std::vector<std::pair<std::string, std::vector<double>>> grids;  // --grid NAME=v1,v2,...
 };
 
+// The rows to fit and what was decided about them before fitting.
+struct FitInput {
+  std::vector<Row> rows;             // resolved (resolve_inputs); any order
+  std::vector<std::string> files;    // inputs hashed into input_sha256 (any order)
+  std::vector<std::string> warnings; // from loading, the replicate check, --best-of
+  NChoice n;                         // how N was chosen
+  nlohmann::json best_of;            // select_best_of's record, or null
+};
+
 struct PredictionRow {
   std::string model, run, source;
   long long line = 0;
-  double depth = 0, width = 0, N = 0, T = 0, observed = 0, predicted = 0, residual = 0;
+  double depth = 0, width = 0, N = 0, T = 0, observed = 0, predicted = 0;
+  double residual = 0;  // observed − predicted (the one sign convention of fit-law's outputs)
   double loo_predicted = 0, extrapolation_predicted = 0;  // NaN when absent
 };
 
@@ -47,8 +57,8 @@ struct LawOutput {
   std::vector<PredictionRow> predictions;
 };
 
-// rows must already be resolved (resolve_inputs). files: inputs hashed into input_sha256.
-LawOutput run_fit_law(std::vector<Row> rows, const std::vector<std::string>& files,
-                      const std::vector<std::string>& warnings, const LawOptions& options);
+// The rows are put in canonical order first (table.h), and the files hashed in sorted
+// order, so neither the order of the inputs nor the thread count changes the record.
+LawOutput run_fit_law(FitInput input, const LawOptions& options);
 
 }  // namespace shapelaw::fit

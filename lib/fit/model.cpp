@@ -12,6 +12,9 @@ namespace {
 
 const std::vector<double> kExponentGrid = {0, 0.5, 1, 1.5, 2};  // Chinchilla's α, β grid
 constexpr double kExpLo = -2, kExpHi = 5;
+// the shared terms of the loss laws (Model::terms), bounds included
+const char* const kCapacityTerm = "c*N^-t t[-2,5]";
+const char* const kDataTerm = "c*T^-t t[-2,5]";
 
 struct PaperSpec {
   bool phi = true, with_E = false, power = false, relative = false, T_varies = true;
@@ -22,7 +25,14 @@ Model paper_family(const std::string& name, const PaperSpec& s) {
   m.name = name;
   m.uses_T = true;
   m.has_phi = s.phi;
+  m.uses_shape = s.phi;
   m.dcrit_form = s.phi ? (s.power ? "power" : "log") : "";
+  m.terms.push_back(kCapacityTerm);
+  if (s.T_varies) m.terms.push_back(kDataTerm);
+  if (s.with_E || !s.T_varies) m.terms.push_back("const");
+  if (s.phi)
+    m.terms.push_back(std::string("gamma>=0*max(0,D-") + (s.power ? "c[1e-6,1e4]*W^a[-2,3]" : "kappa[0,100]*ln W") +
+                      ")/W^mu[0,5]" + (s.relative ? "/dcrit" : ""));
   std::string dc = s.power ? "c*W^a" : "kappa*ln W";
   std::string phi = s.relative ? "gamma*max(0, D - " + dc + ")/(W^mu*" + dc + ")"
                                : "gamma*max(0, D - " + dc + ")/W^mu";
@@ -129,6 +139,8 @@ Model chinchilla(bool T_varies) {
   m.nl_lo.assign(m.nl_names.size(), kExpLo);
   m.nl_hi.assign(m.nl_names.size(), kExpHi);
   m.nl_grid.assign(m.nl_names.size(), kExponentGrid);
+  m.terms = {"const", kCapacityTerm};
+  if (T_varies) m.terms.push_back(kDataTerm);
   if (!T_varies) {
     m.not_identifiable = {"B", "beta"};
     m.notes.push_back("tokens T do not vary: B/T^beta is absorbed into E");
@@ -158,6 +170,8 @@ Model kaplan(bool with_E) {
   m.nl_lo = {kExpLo};
   m.nl_hi = {kExpHi};
   m.nl_grid = {kExponentGrid};
+  m.terms = {kCapacityTerm};
+  if (with_E) m.terms.push_back("const");
   m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
     int iA = with_E ? 1 : 0;
     if (with_E) { g[0] = 1; dg[0] = 0; }
@@ -173,6 +187,8 @@ Model tau_model(bool power) {
   m.response = "tau";
   m.name = power ? "tau-power" : "tau-log";
   m.formula = power ? "tau = c*W^a" : "tau = c*ln W";
+  m.uses_shape = true;
+  m.terms = {power ? "tau c*W^t t[-2,5]" : "tau c*ln W"};
   m.lin_names = {"c"};
   if (power) {
     m.nl_names = {"a"};
@@ -233,6 +249,15 @@ double Model::dcrit(double W, const Eigen::VectorXd& p) const {
   if (dcrit_form == "log") return p[index_of("kappa")] * std::log(W);
   if (dcrit_form == "power") return p[index_of("c")] * std::pow(W, p[index_of("a")]);
   return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string Model::equivalence_key() const {
+  std::vector<std::string> sorted = terms;
+  std::sort(sorted.begin(), sorted.end());
+  std::string key = response;
+  for (const auto& t : sorted) key += " + " + t;
+  if (!fixed.empty()) key += " | fixed in " + name;  // held values make a law its own
+  return key;
 }
 
 bool Model::is_fixed(int q) const {

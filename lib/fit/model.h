@@ -32,6 +32,11 @@ struct Model {
   std::vector<std::string> notes;
   std::string dcrit_form;  // "", "log" (kappa) or "power" (c, a)
   bool has_phi = false, uses_T = false;
+  bool uses_shape = false;  // needs depth and width (Φ, τ(W))
+  // The function family as additive terms with their bounds, names aside ("c*N^-t t[-2,5]",
+  // "const"): two laws with the same terms are the same law (paper-log and paper-log-E when
+  // T does not vary, no-phi / kaplan-E / chinchilla then too).
+  std::vector<std::string> terms;
 
   int n_lin() const { return static_cast<int>(lin_names.size()); }
   int n_nl() const { return static_cast<int>(nl_names.size()); }
@@ -46,6 +51,8 @@ struct Model {
   double dcrit(double W, const Eigen::VectorXd& p) const;
   bool is_fixed(int q) const;
   int n_free() const { return n_params() - (int)fixed.size(); }
+  // Sorted terms, and the held parameters (a law with --fix is equivalent to none but itself).
+  std::string equivalence_key() const;
 };
 
 // Holds parameters at given values (e.g. the paper's published ones) for every

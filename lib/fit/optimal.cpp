@@ -101,6 +101,7 @@ OptimalCurve compute_optimal(const Model& m, const Eigen::VectorXd& p, const Opt
   if (out.n_interior >= 2) {
     out.slope_N = ols_slope(lc, ln);
     out.slope_T = ols_slope(lc, lt);
+    if (!o.shapes) dhi_ok = dlo_ok = false;
     out.slope_D_hi = dhi_ok ? ols_slope(lc, ldh) : nan;
     out.slope_W_at_D_hi = dhi_ok ? ols_slope(lc, lwh) : nan;
     out.slope_D_lo = dlo_ok ? ols_slope(lc, ldl) : nan;

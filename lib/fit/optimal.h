@@ -20,6 +20,9 @@ struct OptimalOptions {
   double d_min = 1, d_max = 1000;
   int n_d = 61;
   double w_min = 16, w_max = 1e6;
+  // false: the data has no depth and width, so only N* and T* are meaningful (the D*/W*
+  // slopes are left NaN and not reported)
+  bool shapes = true;
 };
 
 struct OptimalPoint {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "util/csv.h"
 #include "util/error.h"
 
 namespace shapelaw::fit {
@@ -74,7 +75,25 @@ std::string render_text(const json& rec, bool md) {
      << (opt["objective"] == "huber" ? "(" + g(opt["huber_delta"]) + ")" : std::string()) << " in "
      << opt["space"].get<std::string>() << " space, phi " << opt["phi"].get<std::string>() << ", bootstrap B="
      << opt["bootstrap"] << ", seed " << rec["seed"] << "\n";
+  if (opt.contains("n_note")) os << (md ? "\n" : "") << "N: " << opt["n_note"].get<std::string>() << "\n";
   if (rec["input"].contains("tokens_note")) os << (md ? "\n" : "") << "note: " << rec["input"]["tokens_note"].get<std::string>() << "\n";
+  if (rec.contains("best_of")) {
+    const json& b = rec["best_of"];
+    os << (md ? "\n" : "") << "best of " << b["key"].get<std::string>() << ": " << b["configurations"].size()
+       << " configurations, " << b["rows_kept"] << " of " << b["rows_in"] << " rows kept, " << b["at_edge"]
+       << " with the best value at the edge of the sweep, " << b["single_candidate"] << " with one value only\n";
+    if (md) os << "\n";
+    for (const auto& c : b["configurations"]) {
+      std::string shape, values;
+      for (auto it = c["shape"].begin(); it != c["shape"].end(); ++it) shape += (shape.empty() ? "" : " ") + it.key() + "=" + g(it.value(), 6);
+      for (const auto& cand : c["candidates"])
+        values += (values.empty() ? "" : ", ") + g(cand["value"], 4) + ": " + g(cand["mean_val_loss"], 5) + " (" +
+                  std::to_string(cand["n_runs"].get<int>()) + ")";
+      os << (md ? "- " : "  ") << shape << ": " << values << " -> " << g(c["chosen"], 4)
+         << (c["edge"].is_string() ? " (at the " + c["edge"].get<std::string>() + " edge: widen the sweep)" : "")
+         << (c["single_candidate"] == true ? " (one value: not a sweep)" : "") << "\n";
+    }
+  }
   for (const auto& w : rec["input"]["warnings"]) os << "warning: " << w.get<std::string>() << "\n";
   if (rec.contains("replicates")) {
     const json& r = rec["replicates"];
@@ -138,6 +157,7 @@ std::string render_text(const json& rec, bool md) {
     }
     if (m.contains("derived") && m["derived"].contains("compute_optimal")) {
       const json& co = m["derived"]["compute_optimal"];
+      const bool with_shapes = co.value("shapes", true);
       if (co["available"] == true && !co["slopes"]["N"].is_number()) {
         os << (md ? "\n" : "") << "compute-optimal: no interior optimum (" << co.value("reason", std::string()) << ")\n";
       } else if (co["available"] == true) {
@@ -147,7 +167,9 @@ std::string render_text(const json& rec, bool md) {
         };
         os << (md ? "\n" : "") << "compute-optimal: N* ~ C^" << g(s["N"], 3) << boot("N") << ", T* ~ C^" << g(s["T"], 3)
            << boot("T");
-        if (s["D_deepest"].is_number())
+        if (!with_shapes)
+          os << " (the data has no depth and width: the optimal shape is not determined)";
+        else if (s["D_deepest"].is_number())
           os << ", deepest D* ~ C^" << g(s["D_deepest"], 3) << boot("D_deepest") << ", W* ~ C^"
              << g(s["W_at_D_deepest"], 3) << boot("W_at_D_deepest")
              << (co["shape_unique"] == true ? "" : " (shape not unique: a range of depths is equally optimal)");
@@ -163,28 +185,141 @@ std::string render_text(const json& rec, bool md) {
     os << "\nskipped " << s["name"].get<std::string>() << ": " << s["reason"].get<std::string>() << "\n";
   os << "\n" << (md ? "### comparison\n\n" : "== comparison\n");
   Table t;
-  t.header = {"model", "k", "R2", "RMSE", "LOO-RMSE", "AICc", "dAICc", "weight", "BIC"};
-  for (const auto& r : rec["comparison"]["table"])
+  t.header = {"model", "k", "R2", "RMSE", "LOO-RMSE", "AICc", "dAICc", "weight", "BIC", "caveat"};
+  for (const auto& r : rec["comparison"]["table"]) {
+    std::string caveat;
+    if (r.value("converged", true) == false) caveat += "not converged ";
+    if (r.value("identified", true) == false) caveat += "not identified";
     t.rows.push_back({r["model"].get<std::string>(), g(r["k"]), g(r["r2"]), g(r["rmse"]), g(r["loo_rmse"]),
                       g(r["aicc"], 5), g(r.value("delta_aicc", json(nullptr)), 3),
-                      g(r.value("akaike_weight", json(nullptr)), 3), g(r["bic"], 5)});
+                      g(r.value("akaike_weight", json(nullptr)), 3), g(r["bic"], 5), caveat});
+  }
   os << t.render(md);
-  for (const auto& l : rec["comparison"]["likelihood_ratio"])
+  for (const auto& l : rec["comparison"]["likelihood_ratio"]) {
     os << (md ? "\n" : "") << "LR test " << l["full"].get<std::string>() << " vs " << l["reduced"].get<std::string>()
        << ": statistic " << g(l["statistic"]) << ", df " << l["df"] << ", p " << g(l["p_value"], 3) << " (approximate)\n";
+    if (l.contains("warning")) os << "warning: " << l["warning"].get<std::string>() << "\n";
+  }
   os << (md ? "\n" : "") << "selected (" << rec["comparison"]["criterion"].get<std::string>()
      << "): " << rec["selected_model"].get<std::string>() << "\n";
+  if (rec.contains("warnings") && !rec["warnings"].empty()) {
+    os << "\n" << (md ? "### warnings\n\n" : "== warnings\n");
+    for (const auto& w : rec["warnings"]) os << (md ? "- " : "") << w.get<std::string>() << "\n";
+  }
   return os.str();
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += (c == '"') ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+std::string num_text(const json& v) { return v.is_number() ? format_double(v.get<double>()) : ""; }
+std::string text_of(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.is_null() ? "" : v.dump();
 }
 
-std::string num_text(const json& v) { return v.is_number() ? format_double(v.get<double>()) : ""; }
+// fit-law --format csv: one row per number or statement of the record (docs/formats.md
+// "stdout"): model,kind,name,estimate,se,ci95_lo,ci95_hi,ci95_jacobian_lo,ci95_jacobian_hi,text
+struct CsvOut {
+  std::ostringstream os;
+  void row(const std::string& model, const char* kind, const std::string& name, const json& estimate = nullptr,
+           const json& se = nullptr, const json& ci = nullptr, const json& cij = nullptr, const std::string& text = "") {
+    auto lo = [](const json& c) { return c.is_array() && c.size() == 2 ? num_text(c[0]) : std::string(); };
+    auto hi = [](const json& c) { return c.is_array() && c.size() == 2 ? num_text(c[1]) : std::string(); };
+    os << csv_row({model, kind, name, estimate.is_number() ? num_text(estimate) : std::string(), num_text(se), lo(ci),
+                   hi(ci), lo(cij), hi(cij), estimate.is_number() ? text : (text.empty() ? text_of(estimate) : text)});
+  }
+};
+
+std::string render_csv(const json& rec) {
+  CsvOut c;
+  c.os << "model,kind,name,estimate,se,ci95_lo,ci95_hi,ci95_jacobian_lo,ci95_jacobian_hi,text\n";
+  const json& in = rec["input"];
+  c.row("", "input", "rows", in["rows"]);
+  c.row("", "input", "n_resolved", nullptr, nullptr, nullptr, nullptr, rec["options"].value("n_resolved", std::string()));
+  if (rec["options"].contains("n_note")) c.row("", "note", "n", nullptr, nullptr, nullptr, nullptr, rec["options"]["n_note"]);
+  if (in.contains("tokens_note")) c.row("", "note", "tokens", nullptr, nullptr, nullptr, nullptr, in["tokens_note"]);
+  if (in.contains("range"))
+    for (auto it = in["range"].begin(); it != in["range"].end(); ++it) c.row("", "range", it.key(), nullptr, nullptr, it.value());
+  for (const auto& w : in["warnings"]) c.row("", "input_warning", "", nullptr, nullptr, nullptr, nullptr, w);
+  if (rec.contains("replicates"))
+    for (auto it = rec["replicates"].begin(); it != rec["replicates"].end(); ++it) c.row("", "replicates", it.key(), it.value());
+  if (rec.contains("best_of"))
+    for (const auto& b : rec["best_of"]["configurations"]) {
+      std::string shape;
+      for (auto it = b["shape"].begin(); it != b["shape"].end(); ++it)
+        shape += (shape.empty() ? "" : " ") + it.key() + "=" + num_text(it.value());
+      std::string flags = b["edge"].is_string() ? "edge:" + b["edge"].get<std::string>() : "";
+      if (b["single_candidate"] == true) flags += (flags.empty() ? "" : " ") + std::string("single_candidate");
+      c.row("", "best_of", shape, b["chosen"], nullptr, nullptr, nullptr, flags);
+    }
+  for (const auto& m : rec["models"]) {
+    const std::string name = m["name"];
+    for (const auto& pn : m["param_names"]) {
+      const json& p = m["params"][pn.get<std::string>()];
+      std::string flags;
+      for (const char* f : {"fixed", "at_bound", "non_positive"})
+        if (p.value(f, false)) flags += (flags.empty() ? "" : " ") + std::string(f);
+      for (const auto& wk : m["weakly_identified"])
+        if (wk == pn) flags += (flags.empty() ? "" : " ") + std::string("weakly_identified");
+      c.row(name, "param", pn, p["estimate"], p["se"], p["ci95_bootstrap"], p["ci95_jacobian"], flags);
+    }
+    for (const auto& pn : m["param_names"]) {
+      const json& p = m["params"][pn.get<std::string>()];
+      if (p.contains("ci95_profile"))
+        c.row(name, "profile", pn, p["estimate"], nullptr, p["ci95_profile"], nullptr,
+              p.contains("ci95_profile_open") ? "open " + p["ci95_profile_open"].dump() : "");
+    }
+    if (m.contains("identification"))
+      for (auto it = m["identification"]["ranges"].begin(); it != m["identification"]["ranges"].end(); ++it) {
+        bool bad = false;
+        for (const auto& x : m["identification"]["not_identified"]) bad = bad || x == it.key();
+        c.row(name, "identification", it.key(), nullptr, nullptr, it.value(), nullptr, bad ? "not identified" : "identified");
+      }
+    for (const char* k : {"converged", "status", "starts", "converged_starts", "starts_at_best", "distinct_optima",
+                          "iterations", "condition_number"}) {
+      const json& v = m["fit"][k];
+      c.row(name, "fit", k, v.is_boolean() ? json(v.get<bool>() ? 1 : 0) : v);
+    }
+    for (auto it = m["metrics"].begin(); it != m["metrics"].end(); ++it) c.row(name, "metric", it.key(), it.value());
+    if (m.contains("extrapolation") && m["extrapolation"].contains("rmse"))
+      c.row(name, "metric", "extrapolation_rmse", m["extrapolation"]["rmse"]);
+    if (m.contains("lack_of_fit"))
+      for (auto it = m["lack_of_fit"].begin(); it != m["lack_of_fit"].end(); ++it)
+        c.row(name, "lack_of_fit", it.key(), it.value());
+    if (m.contains("dcrit"))
+      for (const auto& a : m["dcrit"]["at_widths"])
+        c.row(name, "derived", "dcrit@" + format_double(a["width"].get<double>()), a["estimate"], nullptr, a["ci95_bootstrap"]);
+    if (m.contains("derived") && m["derived"].contains("compute_optimal")) {
+      const json& co = m["derived"]["compute_optimal"];
+      if (co["available"] == true)
+        for (auto it = co["slopes"].begin(); it != co["slopes"].end(); ++it)
+          c.row(name, "derived", "optimal_slope_" + it.key(), it.value(), nullptr,
+                co.contains("slopes_bootstrap") ? co["slopes_bootstrap"][it.key()]["ci95_bootstrap"] : json());
+      else
+        c.row(name, "note", "compute_optimal", nullptr, nullptr, nullptr, nullptr, co.value("reason", std::string()));
+    }
+    if (m.contains("derived") && m["derived"].contains("Nc"))
+      c.row(name, "derived", "Nc", m["derived"]["Nc"]["estimate"], nullptr, m["derived"]["Nc"]["ci95_bootstrap"]);
+    for (const auto& ni : m["not_identifiable"]) c.row(name, "not_identifiable", ni.get<std::string>());
+    for (const auto& note : m["notes"]) c.row(name, "note", "", nullptr, nullptr, nullptr, nullptr, note);
+  }
+  for (const auto& s : rec["skipped_models"])
+    c.row(s["name"], "skipped", s.value("equivalent_to", std::string()), nullptr, nullptr, nullptr, nullptr, s["reason"]);
+  const json& comp = rec["comparison"];
+  for (const auto& t : comp["table"])
+    for (const char* k : {"k", "aicc", "delta_aicc", "akaike_weight", "aic", "bic", "r2", "rmse", "loo_rmse", "score"})
+      if (t.contains(k)) c.row(t["model"], "comparison", k, t[k]);
+  for (const auto& l : comp["likelihood_ratio"]) {
+    const std::string vs = "vs " + l["reduced"].get<std::string>();
+    for (const char* k : {"statistic", "df", "p_value"}) c.row(l["full"], "lrt", k, l[k], nullptr, nullptr, nullptr, vs);
+    if (l.contains("warning")) c.row(l["full"], "warning", "lrt", nullptr, nullptr, nullptr, nullptr, l["warning"]);
+  }
+  for (const char* k : {"selected_model", "selected_phi_model", "selected_identified_model"})
+    if (rec.contains(k)) c.row("", "selected", k, nullptr, nullptr, nullptr, nullptr, text_of(rec[k]));
+  c.row("", "selected", "criterion", nullptr, nullptr, nullptr, nullptr, comp["criterion"]);
+  if (rec.contains("warnings"))
+    for (const auto& w : rec["warnings"]) c.row("", "warning", "", nullptr, nullptr, nullptr, nullptr, w);
+  return c.os.str();
+}
 
 }  // namespace
 
@@ -192,65 +327,18 @@ std::string render_record(const json& rec, const std::string& format) {
   if (format == "json") return rec.dump(2) + "\n";
   if (format == "table") return render_text(rec, false);
   if (format == "markdown") return render_text(rec, true);
-  if (format == "csv") {
-    std::ostringstream os;
-    os << "model,kind,name,estimate,se,ci95_lo,ci95_hi,ci95_jacobian_lo,ci95_jacobian_hi\n";
-    for (const auto& m : rec["models"]) {
-      std::string name = m["name"];
-      for (const auto& pn : m["param_names"]) {
-        const json& p = m["params"][pn.get<std::string>()];
-        os << csv_field(name) << ",param," << pn.get<std::string>() << "," << num_text(p["estimate"]) << ","
-           << num_text(p["se"]) << "," << num_text(p["ci95_bootstrap"][0]) << "," << num_text(p["ci95_bootstrap"][1])
-           << "," << num_text(p["ci95_jacobian"][0]) << "," << num_text(p["ci95_jacobian"][1]) << "\n";
-      }
-      for (const auto& pn : m["param_names"]) {
-        const json& p = m["params"][pn.get<std::string>()];
-        if (p.contains("ci95_profile"))
-          os << csv_field(name) << ",profile," << pn.get<std::string>() << "," << num_text(p["estimate"]) << ",,"
-             << num_text(p["ci95_profile"][0]) << "," << num_text(p["ci95_profile"][1]) << ",,\n";
-      }
-      for (auto it = m["metrics"].begin(); it != m["metrics"].end(); ++it)
-        os << csv_field(name) << ",metric," << it.key() << "," << num_text(it.value()) << ",,,,,\n";
-      if (m.contains("extrapolation") && m["extrapolation"].contains("rmse"))
-        os << csv_field(name) << ",metric,extrapolation_rmse," << num_text(m["extrapolation"]["rmse"]) << ",,,,,\n";
-      if (m.contains("dcrit"))
-        for (const auto& a : m["dcrit"]["at_widths"])
-          os << csv_field(name) << ",derived,dcrit@" << format_double(a["width"].get<double>()) << ","
-             << num_text(a["estimate"]) << ",," << num_text(a["ci95_bootstrap"][0]) << ","
-             << num_text(a["ci95_bootstrap"][1]) << ",,\n";
-      if (m.contains("derived") && m["derived"].contains("compute_optimal")) {
-        const json& co = m["derived"]["compute_optimal"];
-        if (co["available"] == true)
-          for (auto it = co["slopes"].begin(); it != co["slopes"].end(); ++it) {
-            json lo, hi;
-            if (co.contains("slopes_bootstrap")) {
-              lo = co["slopes_bootstrap"][it.key()]["ci95_bootstrap"][0];
-              hi = co["slopes_bootstrap"][it.key()]["ci95_bootstrap"][1];
-            }
-            os << csv_field(name) << ",derived,optimal_slope_" << it.key() << "," << num_text(it.value()) << ",,"
-               << num_text(lo) << "," << num_text(hi) << ",,\n";
-          }
-      }
-      if (m.contains("derived") && m["derived"].contains("Nc")) {
-        const json& nc = m["derived"]["Nc"];
-        os << csv_field(name) << ",derived,Nc," << num_text(nc["estimate"]) << ",," << num_text(nc["ci95_bootstrap"][0])
-           << "," << num_text(nc["ci95_bootstrap"][1]) << ",,\n";
-      }
-    }
-    return os.str();
-  }
+  if (format == "csv") return render_csv(rec);
   throw Error("--format '" + format + "': expected table, markdown, csv or json");
 }
 
 std::string predictions_csv(const std::vector<PredictionRow>& rows) {
   std::ostringstream os;
   os << "model,run,source,line,depth,width,N,T,observed,predicted,residual,loo_predicted,extrapolation_predicted\n";
+  auto positive = [](double v) { return v > 0 ? format_double(v) : std::string(); };
   for (const auto& r : rows)
-    os << csv_field(r.model) << "," << csv_field(r.run) << "," << csv_field(r.source) << "," << r.line << ","
-       << format_double(r.depth) << "," << format_double(r.width) << "," << format_double(r.N) << ","
-       << (r.T > 0 ? format_double(r.T) : "") << "," << format_double(r.observed) << ","
-       << format_double(r.predicted) << "," << format_double(r.residual) << "," << format_double(r.loo_predicted)
-       << "," << format_double(r.extrapolation_predicted) << "\n";
+    os << csv_row({r.model, r.run, r.source, std::to_string(r.line), positive(r.depth), positive(r.width),
+                   format_double(r.N), positive(r.T), format_double(r.observed), format_double(r.predicted),
+                   format_double(r.residual), format_double(r.loo_predicted), format_double(r.extrapolation_predicted)});
   return os.str();
 }
 

@@ -1,4 +1,3 @@
-#include "util/csv_line.h"
 #include "fit/table.h"
 
 #include <glob.h>
@@ -14,7 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/atomic_file.h"
+#include "records/run_summary.h"
+#include "util/csv.h"
 #include "util/error.h"
 
 namespace shapelaw::fit {
@@ -101,12 +101,10 @@ struct Record {
   }
 };
 
-struct RowError {
-  std::string message;
-};
 
-// Fills one Row from a record; returns an error message or empty.
-std::string fill_row(const Record& rec, const LoadOptions& opt, Row& row) {
+// Fills one Row from a record; returns an error message or empty. `used` collects the
+// source names read as run, group, response, loss_se and tokenizer (not configuration).
+std::string fill_row(const Record& rec, const LoadOptions& opt, Row& row, std::set<std::string>& used_names) {
   auto lookup = [&](const std::string& field, std::string& text, double& value, bool& is_num,
                     std::string& used) -> bool {
     auto explicit_it = opt.columns.find(field);
@@ -122,30 +120,24 @@ std::string fill_row(const Record& rec, const LoadOptions& opt, Row& row) {
     used = default_aliases().at(field).front();
     return false;
   };
-  std::string response = opt.tau_table ? "tau" : "loss";
-  for (const std::string field : {"depth", "width", response.c_str()}) {
+  const std::string response = opt.tau_table ? "tau" : "loss";
+  struct Num { const char* field; double* dst; bool required; bool positive; };
+  const bool shape_required = opt.tau_table;  // τ is fitted against width
+  for (Num o : {Num{response.c_str(), &row.loss, true, true}, Num{"depth", &row.depth, false, true},
+                Num{"width", &row.width, shape_required, true}, Num{"loss_se", &row.loss_se, false, false},
+                Num{"params", &row.params, false, true}, Num{"params_nonembedding", &row.params_nonemb, false, true},
+                Num{"tokens", &row.tokens, false, true}, Num{"compute", &row.compute, false, true}}) {
     std::string text, used;
     double v = 0;
     bool is_num = false;
-    if (!lookup(field, text, v, is_num, used))
-      return "missing required field '" + field + "' (column '" + used + "')";
+    const std::string field = o.field;
+    if (!lookup(field, text, v, is_num, used)) {
+      if (o.required) return "missing required field '" + field + "' (column '" + used + "')";
+      continue;
+    }
+    if (field == response || field == "loss_se") used_names.insert(used);
     if (!is_num) return "field '" + field + "' (column '" + used + "') is not a number: '" + text + "'";
-    if (!(v > 0)) return "field '" + field + "' (column '" + used + "') must be > 0, got " + text;
-    if (field == "depth") row.depth = v;
-    else if (field == "width") row.width = v;
-    else row.loss = v;
-  }
-  struct Opt { const char* field; double* dst; };
-  for (Opt o : {Opt{"loss_se", &row.loss_se}, Opt{"params", &row.params},
-                Opt{"params_nonembedding", &row.params_nonemb}, Opt{"tokens", &row.tokens},
-                Opt{"compute", &row.compute}}) {
-    std::string text, used;
-    double v = 0;
-    bool is_num = false;
-    if (!lookup(o.field, text, v, is_num, used)) continue;
-    if (!is_num) return std::string("field '") + o.field + "' (column '" + used + "') is not a number: '" + text + "'";
-    if (!(v > 0) && std::string(o.field) != "loss_se")
-      return std::string("field '") + o.field + "' (column '" + used + "') must be > 0, got " + text;
+    if (o.positive && !(v > 0)) return "field '" + field + "' (column '" + used + "') must be > 0, got " + text;
     *o.dst = v;
   }
   for (auto [field, dst] : {std::pair<const char*, std::string*>{"run", &row.run}, {"group", &row.group},
@@ -153,17 +145,22 @@ std::string fill_row(const Record& rec, const LoadOptions& opt, Row& row) {
     std::string text, used;
     double v;
     bool is_num;
-    if (lookup(field, text, v, is_num, used)) *dst = text;
+    if (lookup(field, text, v, is_num, used)) {
+      *dst = text;
+      used_names.insert(used);
+    }
   }
   return {};
 }
 
+// summary: the run's record (its binding_config), or null for a table row.
 void add_row(LoadResult& result, const LoadOptions& opt, const Record& rec, const std::string& path,
-             long long line) {
+             long long line, const records::RunSummary* summary = nullptr) {
   Row row;
   row.source = path;
   row.line = line;
-  std::string err = fill_row(rec, opt, row);
+  std::set<std::string> used;
+  std::string err = fill_row(rec, opt, row, used);
   if (!err.empty()) {
     std::string msg = located(path, line, err);
     if (!opt.skip_bad_rows) throw Error(msg + " (use --skip-bad-rows to skip such rows)");
@@ -171,40 +168,37 @@ void add_row(LoadResult& result, const LoadOptions& opt, const Record& rec, cons
     return;
   }
   if (row.run.empty()) row.run = fs::path(path).filename().string() + ":" + std::to_string(line);
+  if (summary) {
+    row.binding = summary->binding_config;
+    row.binding_from_summary = summary->has_config;
+  } else if (rec.csv) {
+    for (const auto& [key, text] : *rec.csv) {
+      if (used.count(key)) continue;
+      double v;
+      row.binding[key] = parse_number(text, v) ? json(v) : json(text);
+    }
+  } else if (rec.obj) {
+    for (auto it = rec.obj->begin(); it != rec.obj->end(); ++it)
+      if (!used.count(it.key())) row.binding[it.key()] = it.value();
+  }
   result.rows.push_back(row);
 }
 
 void load_csv(const std::string& path, const LoadOptions& opt, LoadResult& result) {
-  std::ifstream in(path);
-  if (!in) throw Error(located(path, 0, "cannot open"));
-  std::string line;
-  long long lineno = 0;
-  std::vector<std::string> header;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line[0] == '#') continue;
-    auto fields = split_csv_line(line);
-    if (header.empty()) {
-      header = fields;
-      for (auto& h : header) {
-        h.erase(0, h.find_first_not_of(" \t"));
-        while (!h.empty() && std::isspace(static_cast<unsigned char>(h.back()))) h.pop_back();
-      }
-      continue;
-    }
-    if (fields.size() != header.size()) {
-      std::string msg = located(path, lineno, "expected " + std::to_string(header.size()) +
-                                                  " fields as in the header, got " +
-                                                  std::to_string(fields.size()));
+  CsvReadOptions ro;
+  ro.allow_ragged = true;
+  const CsvTable table = read_csv(path, ro);
+  for (const auto& record : table.records) {
+    if (record.fields.size() != table.header.size()) {
+      std::string msg = located(path, record.line, ragged_message(table, record));
       if (!opt.skip_bad_rows) throw Error(msg + " (use --skip-bad-rows to skip such rows)");
       result.warnings.push_back("skipped " + msg);
       continue;
     }
     std::map<std::string, std::string> rec;
-    for (size_t i = 0; i < header.size(); ++i) rec[header[i]] = fields[i];
-    add_row(result, opt, Record{&rec, nullptr}, path, lineno);
+    for (size_t i = 0; i < table.header.size(); ++i) rec[table.header[i]] = record.fields[i];
+    add_row(result, opt, Record{&rec, nullptr}, path, record.line);
   }
-  if (header.empty()) throw Error(located(path, 0, "empty CSV file (no header)"));
 }
 
 void load_jsonl(const std::string& path, const LoadOptions& opt, LoadResult& result) {
@@ -235,22 +229,9 @@ void load_jsonl(const std::string& path, const LoadOptions& opt, LoadResult& res
 }
 
 void load_summary(const std::string& path, const LoadOptions& opt, LoadResult& result) {
-  json obj;
-  try {
-    obj = json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw Error(located(path, 0, std::string("not valid JSON: ") + e.what()));
-  }
-  if (!obj.is_object()) throw Error(located(path, 0, "expected a JSON object"));
-  if (obj.contains("format")) {
-    if (obj["format"] != "shapelaw.summary")
-      throw Error(located(path, 0, "format is " + obj["format"].dump() +
-                                       ", expected \"shapelaw.summary\""));
-    if (obj.contains("version") && obj["version"].is_number() && obj["version"].get<double>() >= 2)
-      throw Error(located(path, 0, "summary version " + obj["version"].dump() +
-                                       " is newer than this fit-law understands (1)"));
-  }
-  add_row(result, opt, Record{nullptr, &obj}, path, 0);
+  // hand-written summaries without "format" are accepted; another format or a newer version is not
+  const records::RunSummary summary = records::read_run_summary(path, false);
+  add_row(result, opt, Record{nullptr, &summary.json}, path, 0, &summary);
 }
 
 // Rows that name their tokenizer must all name the same one: a loss in nats per token
@@ -341,9 +322,37 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return out;
 }
 
+void canonical_order(std::vector<Row>& rows) {
+  auto key = [](const Row& r) {
+    return std::make_tuple(r.depth, r.width, r.params, r.params_nonemb, r.tokens, r.compute, r.loss);
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    if (key(a) != key(b)) return key(a) < key(b);
+    return std::tie(a.run, a.source, a.line) < std::tie(b.run, b.source, b.line);
+  });
+}
+
+namespace {
+
+// A shape field is known for every row or for none (a params/tokens/loss table).
+void check_all_or_none(const std::vector<Row>& rows, const char* field, double Row::*member) {
+  const Row* with = nullptr;
+  const Row* without = nullptr;
+  for (const auto& r : rows) (r.*member > 0 ? with : without) = &r;
+  if (with && without)
+    throw Error(located(without->source, without->line,
+                        std::string("no ") + field + " for this row, but " + located(with->source, with->line, "") +
+                            " has one; give " + field + " for every row or for none"));
+}
+
+}  // namespace
+
 LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions& options) {
   LoadResult result;
-  for (const auto& path : expand_inputs(inputs)) {
+  // files in sorted order, rows in canonical order: listing order changes nothing
+  std::vector<std::string> paths = expand_inputs(inputs);
+  std::sort(paths.begin(), paths.end());
+  for (const auto& path : paths) {
     result.files.push_back(path);
     std::string ext = fs::path(path).extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
@@ -353,46 +362,65 @@ LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions
     else throw Error(located(path, 0, "unknown input type '" + ext + "' (expected .json summary, .csv or .jsonl)"));
   }
   if (result.rows.empty()) throw Error("no usable rows in the input");
-  // duplicates: same run id, or same configuration (depth, width, tokens)
+  canonical_order(result.rows);
+  check_all_or_none(result.rows, "depth", &Row::depth);
+  check_all_or_none(result.rows, "width", &Row::width);
+  // duplicate run ids (duplicate configurations: fit/best_of.h check_replicates)
   std::map<std::string, const Row*> by_run;
-  std::map<std::tuple<double, double, double, double, double>, const Row*> by_config;
   for (const auto& r : result.rows) {
     auto [it, fresh] = by_run.emplace(r.run, &r);
     if (!fresh)
-      result.warnings.push_back(located(r.source, r.line, "duplicate run '" + r.run + "' (first at " +
+      result.warnings.push_back(located(r.source, r.line, "duplicate run '" + r.run + "' (also at " +
                                                              located(it->second->source, it->second->line, "") + ")"));
-    auto [it2, fresh2] = by_config.emplace(std::make_tuple(r.depth, r.width, r.tokens, r.params, r.params_nonemb), &r);
-    const bool same_group = !r.group.empty() && r.group == it2->second->group;  // replicates, by design
-    if (!fresh2 && fresh && !same_group && result.warnings.size() < 1000)
-      result.warnings.push_back(located(r.source, r.line,
-                                        "duplicate configuration D=" + std::to_string((long long)r.depth) +
-                                            " W=" + std::to_string((long long)r.width) + " (also run '" +
-                                            it2->second->run + "'); both are kept"));
   }
   check_tokenizers(result, options);
   return result;
 }
 
-void resolve_inputs(std::vector<Row>& rows, const std::string& n_source) {
-  bool all_nonemb = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.params_nonemb > 0; });
+NChoice resolve_inputs(std::vector<Row>& rows, const std::string& n_source,
+                       const std::map<std::string, ColumnSpec>& explicit_columns) {
+  auto every = [&](double Row::*m) { return std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return r.*m > 0; }); };
+  const bool shapes = every(&Row::depth) && every(&Row::width);
+  NChoice c;
+  if (n_source == "auto") {
+    if (explicit_columns.count("params_nonembedding")) {
+      c = {"nonembedding", "the mapped column --col params_nonembedding=" + explicit_columns.at("params_nonembedding").column};
+    } else if (explicit_columns.count("params")) {
+      c = {"total", "the mapped column --col params=" + explicit_columns.at("params").column};
+    } else if (every(&Row::params_nonemb)) {
+      c = {"nonembedding", "every row has a non-embedding parameter count"};
+    } else if (shapes) {
+      c = {"12dw2", "12*D*W^2: not every row has a non-embedding parameter count"};
+    } else if (every(&Row::params)) {
+      c = {"total", "the total parameter count: the rows have no depth and width"};
+    } else {
+      throw Error("no parameter count N: the rows have neither depth and width nor a params column for every row "
+                  "(map one, e.g. --col params=COLUMN)");
+    }
+    c.reason = "--n auto chose " + c.source + ": " + c.reason;
+  } else if (n_source == "12dw2" || n_source == "total" || n_source == "nonembedding") {
+    c = {n_source, "--n " + n_source};
+  } else {
+    throw Error("--n '" + n_source + "': expected auto, 12dw2, total or nonembedding");
+  }
   for (auto& r : rows) {
-    double n12 = 12.0 * r.depth * r.width * r.width;
-    if (n_source == "12dw2" || (n_source == "auto" && !all_nonemb)) {
-      r.N = n12;
-    } else if (n_source == "nonembedding" || n_source == "auto") {
+    if (c.source == "12dw2") {
+      if (!(r.depth > 0 && r.width > 0))
+        throw Error(located(r.source, r.line, "--n 12dw2: row has no depth and width"));
+      r.N = 12.0 * r.depth * r.width * r.width;
+    } else if (c.source == "nonembedding") {
       if (!(r.params_nonemb > 0))
         throw Error(located(r.source, r.line, "--n nonembedding: row has no params_nonembedding"));
       r.N = r.params_nonemb;
-    } else if (n_source == "total") {
+    } else {
       if (!(r.params > 0)) throw Error(located(r.source, r.line, "--n total: row has no params"));
       r.N = r.params;
-    } else {
-      throw Error("--n '" + n_source + "': expected auto, 12dw2, total or nonembedding");
     }
     if (r.tokens > 0) r.T = r.tokens;
     else if (r.compute > 0) r.T = r.compute / (6.0 * r.N);
     else r.T = 0;  // unknown
   }
+  return c;
 }
 
 }  // namespace shapelaw::fit

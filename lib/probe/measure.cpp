@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "probe/measure.h"
 #include "probe/measure_torch.h"
+#include "records/run_summary.h"
 #include "shards/dataset.h"
 #include "train/cpu_threads.h"
 #include "compat/torch_compat.h"
@@ -143,7 +144,7 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   const RunCheckpoint run = open_run_checkpoint(o.run, o.step);
   const CheckpointRef& ref = run.ref;
   const TrainConfig& cfg = run.config;
-  const json& summary = run.summary;
+  const records::RunSummary& summary = run.summary;
   const std::string state_path = ref.dir + "/state.json", data = o.data.empty() ? cfg.data : o.data;
   TokenDataset dataset = open_run_data(run, o.data, o.tokenizer_model);
 
@@ -182,8 +183,8 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   std::string split_name = o.split;
   if (o.replay_train_step) {
     split_name = "train";
-    if (summary.value("world_size", 1) != 1)
-      throw Error("--replay-train-step: the run used " + summary["world_size"].dump() +
+    if (summary.world_size != 1)
+      throw Error("--replay-train-step: the run used " + std::to_string(summary.world_size) +
                   " data-parallel ranks; replay reproduces single-process runs only");
     const int64_t per_step = cfg.batch_tokens / seq, accum = per_step / cfg.micro_batch;
     if (per_step % cfg.micro_batch != 0 || accum < 1)

@@ -1,4 +1,4 @@
-#include "util/csv_line.h"
+#include "util/csv.h"
 #include "probe/profile.h"
 
 #include <algorithm>

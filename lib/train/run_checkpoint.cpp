@@ -96,8 +96,7 @@ RunCheckpoint open_run_checkpoint(const std::string& run, long long step) {
   } catch (const Error& e) {
     throw Error(located(state_path, 0, e.what()));
   }
-  r.summary = json::object();
-  if (fs::exists(r.ref.run_dir + "/summary.json")) r.summary = read_json(r.ref.run_dir + "/summary.json");
+  if (fs::exists(r.ref.run_dir + "/summary.json")) r.summary = records::read_run_summary(r.ref.run_dir + "/summary.json");
   return r;
 }
 
@@ -115,7 +114,7 @@ TokenDataset open_run_data(const RunCheckpoint& run, const std::string& data_ove
   const std::string run_manifest = run.ref.state.value("data_manifest_sha256", "");
   // The run's tokenizer: recorded in the checkpoint (since the trainer split), in
   // summary.json, or else in the run's own manifest if it is still the one trained on.
-  std::string run_tokenizer = run.ref.state.value("tokenizer_sha256", run.summary.value("tokenizer_sha256", ""));
+  std::string run_tokenizer = run.ref.state.value("tokenizer_sha256", run.summary.tokenizer_sha256);
   if (run_tokenizer.empty() && !cfg.data.empty() && fs::exists(cfg.data)) {
     try {
       TokenDataset original = TokenDataset::open(cfg.data);

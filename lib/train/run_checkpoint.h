@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records/run_summary.h"
 #include "shards/dataset.h"
 #include "train/train_config.h"
 
@@ -26,7 +27,7 @@ CheckpointRef locate_checkpoint(const std::string& run, long long step);
 struct RunCheckpoint {
   CheckpointRef ref;
   TrainConfig config;      // from state.json, model validated
-  nlohmann::json summary;  // the run's summary.json; {} when it has none (not finished)
+  records::RunSummary summary;  // the run's summary.json; empty when it has none (not finished)
 };
 RunCheckpoint open_run_checkpoint(const std::string& run, long long step);
 

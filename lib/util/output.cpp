@@ -11,8 +11,8 @@
 
 namespace shapelaw {
 
-Output::Output(const std::string& path) : name_(path == "-" ? "<stdout>" : path) {
-  if (path != "-") file_ = std::make_unique<AtomicFile>(path);
+Output::Output(const std::string& path) : name_(is_stdout(path) ? "<stdout>" : path) {
+  if (!is_stdout(path)) file_ = std::make_unique<AtomicFile>(path);
 }
 
 Output::~Output() = default;
@@ -31,6 +31,14 @@ void Output::commit() {
   } else if (std::fflush(stdout) != 0) {
     throw Error(std::string("<stdout>: write failed: ") + std::strerror(errno));
   }
+}
+
+bool is_stdout(const std::string& path) { return path == "-"; }
+
+void write_output(const std::string& path, const std::string& text) {
+  Output out(path);
+  out.write(text);
+  out.commit();
 }
 
 void refuse_binary_on_terminal(const std::string& path, const std::string& hint) {

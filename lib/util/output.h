@@ -29,6 +29,10 @@ class Output {
   std::string name_;
 };
 
+bool is_stdout(const std::string& path);  // "-"
+// The whole text at once: Output(path), write, commit.
+void write_output(const std::string& path, const std::string& text);
+
 // Throws Error when path is "-" and stdout is a terminal: binary tokens on a terminal
 // are never what was meant. hint says what to do instead.
 void refuse_binary_on_terminal(const std::string& path, const std::string& hint);

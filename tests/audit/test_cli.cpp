@@ -9,6 +9,7 @@
 
 #include "test_support.h"
 #include "util/atomic_file.h"
+#include "util/csv.h"
 
 using namespace shapelaw;
 using test::bin;
@@ -59,10 +60,34 @@ TEST_CASE("audit reads config.json files and directories - csv output - atomic -
                " --format csv -o " + out);
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.empty());
-  std::string text = read_file(out);
-  CHECK(text.rfind("model,kind,D,W,", 0) == 0);
-  CHECK(text.find("llama-3-70b,dense,80,8192,") != std::string::npos);
-  CHECK(text.find("mpt-7b,dense,32,4096,") != std::string::npos);
+  // plain numbers in columns of their own, read back as the JSON rows say
+  const CsvTable t = read_csv(out);
+  auto json_out = run(audit() + " " + source("examples/hf-configs/llama-3-70b.json") + " " +
+                      source("examples/hf-configs/mpt-7b") + " --format json");
+  REQUIRE(json_out.exit_code == 0);
+  const nlohmann::json rows = nlohmann::json::parse(json_out.output)["tables"][0]["rows"];
+  REQUIRE(t.records.size() == 2);
+  REQUIRE(rows.size() == 2);
+  const char* numeric[] = {"depth", "width", "params_counted", "dcrit", "dcrit_lo", "dcrit_hi", "ratio", "ratio_lo",
+                           "ratio_hi", "dcrit_paper_log", "dcrit_paper_tau"};
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& f = t.records[i].fields;
+    CHECK(f[t.column({"model"})] == rows[i]["model"].get<std::string>());
+    for (const char* col : numeric) {
+      INFO(col);
+      REQUIRE(t.column({col}) >= 0);
+      const std::string cell = f[t.column({col})];
+      size_t used = 0;
+      const double v = std::stod(cell, &used);
+      CHECK(used == cell.size());  // the whole cell is the number: no "[…]", no suffix
+      const std::string key = std::string(col);
+      const double want = key.size() > 3 && key.substr(key.size() - 3) == "_lo"   ? rows[i][key.substr(0, key.size() - 3) + "_ci95"][0].get<double>()
+                          : key.size() > 3 && key.substr(key.size() - 3) == "_hi" ? rows[i][key.substr(0, key.size() - 3) + "_ci95"][1].get<double>()
+                                                                                 : rows[i][key].get<double>();
+      CHECK(v == want);
+    }
+  }
+  CHECK(t.records[0].fields[t.column({"model"})] == "llama-3-70b");
   for (const auto& e : std::filesystem::directory_iterator(dir.path()))
     CHECK(e.path().filename() == "audit.csv");  // no temporary left behind
 }

@@ -82,10 +82,25 @@ TEST_CASE("a non-numeric field is rejected with file and line") {
 TEST_CASE("a missing required column names the field and the line") {
   test::TempDir dir;
   std::string csv = dir.path() + "/runs.csv";
-  write(csv, "run,depth,loss\na,2,4.3\n");
+  write(csv, "run,depth,width\na,2,256\n");
   auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0");
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Catch::Contains(csv + ":2: missing required field 'width'"));
+  CHECK_THAT(r.output, Catch::Contains(csv + ":2: missing required field 'loss' (column 'loss')"));
+  // a tau table is fitted against width
+  write(csv, "run,depth,tau\na,2,4.3\n");
+  auto t = test::run(fitlaw() + " --tau " + csv + " -B 0");
+  CHECK(t.exit_code == 1);
+  CHECK_THAT(t.output, Catch::Contains(csv + ":2: missing required field 'width'"));
+  // neither a shape nor a parameter count: no N
+  write(csv, "run,depth,loss\na,2,4.3\nb,4,4.1\n");
+  auto n = test::run(fitlaw() + " " + csv + " -m kaplan -B 0");
+  CHECK(n.exit_code == 1);
+  CHECK_THAT(n.output, Catch::Contains("no parameter count N"));
+  // a shape for some rows only
+  write(csv, "run,depth,width,loss,params\na,2,256,4.3,1e6\nb,,,4.1,2e6\n");
+  auto some = test::run(fitlaw() + " " + csv + " -m kaplan -B 0");
+  CHECK(some.exit_code == 1);
+  CHECK_THAT(some.output, Catch::Contains(csv + ":3: no depth for this row, but " + csv + ":2"));
 }
 
 TEST_CASE("a row with the wrong number of fields is rejected, or skipped on request") {
@@ -212,7 +227,7 @@ TEST_CASE("summary.json files are found in a directory, and an unknown format ve
   write(dir.path() + "/future/summary.json", R"({"format":"shapelaw.summary","version":2,"depth":2,"width":2,"final_val_loss":1})");
   auto v = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5");
   CHECK(v.exit_code == 1);
-  CHECK_THAT(v.output, Catch::Contains("future/summary.json: summary version 2 is newer"));
+  CHECK_THAT(v.output, Catch::Contains("future/summary.json: field 'version': 2 is newer than this tool understands (at most 1)"));
 }
 
 TEST_CASE("runs from different tokenizers are refused, or fitted with a warning on request") {

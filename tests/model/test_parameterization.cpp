@@ -80,6 +80,13 @@ Growth growth(const Coord& small, const Coord& large) {
   return {large.delta[hl] / small.delta[hs], large.delta.back() / small.delta.back()};
 }
 
+// The coordinate-check table (ctest -V shows it; docs/benchmarks.md quotes it).
+void print_rows(const std::string& param, const char* axis, const std::vector<int>& values, const std::vector<Coord>& rows) {
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::printf("  %-9s %s=%-4d act %.3g  d_hidden %.3g  d_logits %.3g\n", param.c_str(), axis, values[i],
+                rows[i].act[rows[i].act.size() - 2], rows[i].delta[rows[i].delta.size() - 2], rows[i].delta.back());
+}
+
 }  // namespace
 
 TEST_CASE("parameterization: the rule of every tensor of a small model") {
@@ -158,15 +165,14 @@ TEST_CASE("parameterization: completep at its base shape with SP's attention sca
   CHECK(losses(sp) != losses(cp));
 }
 
-TEST_CASE("parameterization: coordinate check in width (mup, completep flat; sp grows)") {
+TEST_CASE("parameterization: coordinate check in width - flat under mup and completep, growing under sp") {
   const double lr = 1e-2;
   std::printf("coordinate check, width (D=2, base W0=32, 10 AdamW steps, lr %g): change of last block / logits\n", lr);
   for (const std::string param : {"sp", "mup", "completep"}) {
+    const std::vector<int> widths{32, 64, 128, 256};
     std::vector<Coord> rows;
-    for (int w : {32, 64, 128, 256}) rows.push_back(coordinates(shape(2, w, param), lr));
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::printf("  %-9s W=%-4d act %.3g  d_hidden %.3g  d_logits %.3g\n", param.c_str(), 32 << i,
-                  rows[i].act[rows[i].act.size() - 2], rows[i].delta[rows[i].delta.size() - 2], rows[i].delta.back());
+    for (int w : widths) rows.push_back(coordinates(shape(2, w, param), lr));
+    print_rows(param, "W", widths, rows);
     Growth g = growth(rows.front(), rows.back());
     INFO(param << ": growth W=32 -> 256 of the hidden change " << g.hidden << ", of the logits' change " << g.logits);
     if (param == "sp") {
@@ -181,15 +187,14 @@ TEST_CASE("parameterization: coordinate check in width (mup, completep flat; sp 
   }
 }
 
-TEST_CASE("parameterization: coordinate check in depth (completep flat; sp grows)") {
+TEST_CASE("parameterization: coordinate check in depth - flat under completep, growing under sp") {
   const double lr = 1e-2;
   std::printf("coordinate check, depth (W=64, base D0=2, 10 AdamW steps, lr %g): change of last block / logits\n", lr);
   for (const std::string param : {"sp", "completep"}) {
+    const std::vector<int> depths{2, 4, 8, 16};
     std::vector<Coord> rows;
-    for (int d : {2, 4, 8, 16}) rows.push_back(coordinates(shape(d, 64, param, 64, 2), lr));
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::printf("  %-9s D=%-3d act %.3g  d_hidden %.3g  d_logits %.3g\n", param.c_str(), 2 << i,
-                  rows[i].act[rows[i].act.size() - 2], rows[i].delta[rows[i].delta.size() - 2], rows[i].delta.back());
+    for (int d : depths) rows.push_back(coordinates(shape(d, 64, param, 64, 2), lr));
+    print_rows(param, "D", depths, rows);
     Growth g = growth(rows.front(), rows.back());
     INFO(param << ": growth D=2 -> 16 of the last block's change " << g.hidden << ", of the logits' change " << g.logits);
     if (param == "sp") {

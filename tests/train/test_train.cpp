@@ -188,9 +188,63 @@ TEST_CASE("train: a changed configuration is refused on resume") {
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("differs from the checkpoint") != std::string::npos);
   CHECK(r.output.find("weight_decay") != std::string::npos);
+  // the parameterization is part of the configuration a checkpoint binds
+  auto p = run(base_args(out) + " --steps 4 --checkpoint-every 2 --param completep --base-width 16 --base-depth 1");
+  CHECK(p.exit_code == 1);
+  CHECK(p.output.find("model.param: checkpoint \"sp\", now \"completep\"") != std::string::npos);
   auto none = run(base_args(tmp.path() + "/fresh") + " --steps 4 --resume");
   CHECK(none.exit_code == 1);
   CHECK(none.output.find("no complete checkpoint") != std::string::npos);
+}
+
+TEST_CASE("train: the parameterization and its AdamW groups are printed and recorded") {
+  TempDir tmp;
+  std::string out = tmp.path() + "/cp";
+  auto r = run(base_args(out) + " --steps 3 --param completep --base-width 16 --base-depth 1 --depth 2 --width 32");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("parameterization completep: m_w 2, m_d 2, residual x0.5") != std::string::npos);
+  json s = json::parse(read_file(out + "/summary.json"));
+  CHECK(s["param"] == "completep");
+  CHECK(s["parameterization"]["residual_mult"] == 0.5);
+  CHECK(s["parameterization"]["logit_mult"] == 0.5);
+  CHECK(s["parameterization"]["attn_scale"] == 1.0 / 16);
+  CHECK(s["binding_config"]["model"]["param"] == "completep");
+  CHECK(!s["binding_config"].contains("threads"));
+  bool hidden = false;
+  for (auto& g : s["param_groups"])
+    if (g["rules"] == "hidden_matrix") {
+      hidden = true;
+      CHECK(g["lr_mult"] == 0.5);            // eta / m_w * m_d^(alpha - 1), alpha = 1
+      CHECK(g["weight_decay"] == Approx(0.2));  // lambda * m_w
+      CHECK(g["eps"] == Approx(1e-8 / 4));      // eps / m_w * m_d^-alpha
+    }
+  CHECK(hidden);
+  // the default is SP, and saying so changes no bit
+  auto a = run(base_args(tmp.path() + "/sp-default") + " --steps 3");
+  auto b = run(base_args(tmp.path() + "/sp-explicit") + " --steps 3 --param sp --base-width 64 --depth-alpha 0.5");
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(train_losses(tmp.path() + "/sp-default") == train_losses(tmp.path() + "/sp-explicit"));
+}
+
+TEST_CASE("train shapes: widths at equal parameters, as a grid") {
+  auto r = run(bin("train") + " --head-dim 16 --vocab-size 2048 shapes --params 196608 --count 12DW2 --depths 1,4,16,2");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("\nn196608-d1-w128 1 128\n") != std::string::npos);
+  CHECK(r.output.find("\nn196608-d4-w64 4 64\n") != std::string::npos);
+  CHECK(r.output.find("\nn196608-d16-w32 16 32\n") != std::string::npos);
+  CHECK(r.output.find("\nn196608-d2-w96 2 96\n") != std::string::npos);  // 221184: +12.5%, nearer than 80 (-22%)
+  CHECK(r.output.find("12DW2 221184 (+12.5%)") != std::string::npos);
+  auto j = run(bin("train") + " --head-dim 16 --vocab-size 2048 shapes --params 200000 --depths 2 --format json");
+  REQUIRE(j.exit_code == 0);
+  json parsed = json::parse(j.output);
+  CHECK(parsed["shapes"][0]["width"] == 96);
+  CHECK(parsed["count"] == "non-embedding");
+  auto bad = run(bin("train") + " shapes --params 1000 --depths 0");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find("depth must be >= 1") != std::string::npos);
 }
 
 TEST_CASE("train: a checkpoint from another data-parallel world size is refused on resume") {
