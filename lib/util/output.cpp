@@ -11,8 +11,8 @@
 
 namespace shapelaw {
 
-Output::Output(const std::string& path) : name_(is_stdout(path) ? "<stdout>" : path) {
-  if (!is_stdout(path)) file_ = std::make_unique<AtomicFile>(path);
+Output::Output(const std::string& path) : name_(shapelaw::is_stdout(path) ? "<stdout>" : path) {
+  if (!shapelaw::is_stdout(path)) file_ = std::make_unique<AtomicFile>(path);
 }
 
 Output::~Output() = default;
