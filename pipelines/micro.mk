@@ -51,7 +51,7 @@ $(tokenizer): $(corpus) $(DATA)/micro/tokenizer.args
 # encode | shard: a failing encoder leaves a truncated stream, which shard refuses.
 $(manifest): $(tokenizer) $(DATA)/micro/shard.args
 	tokenize encode -q -m $< $(corpus_dir)/train $(corpus_dir)/validation \
-	  | shard write -q --tokenizer $< --seed $(SEED) --validation-fraction $(VALIDATION_FRACTION) -o $(@D)
+	  | shard write -q --tokenizer $< --seed $(SEED) --validation-fraction $(VALIDATION_FRACTION) $(if $(wildcard $(corpus_dir)/test),--test-input <(tokenize encode -q -m $< $(corpus_dir)/test)) -o $(@D)
 
 $(verified): $(manifest)
 	shard verify -q $(@D)

@@ -61,7 +61,7 @@ GRID := pipelines/grids/paper.grid
 STUDY := $(PAPER)/study
 DATA_MANIFEST := $(manifest)
 TOKENIZER := $(tokenizer)
-PAPER_TRAIN_ARGS ?= --device cuda --micro-batch 16 --checkpoint-every 1000 --val-every 2000 --probe-steps 1001
+PAPER_TRAIN_ARGS ?= --device cuda --micro-batch 16 --warmup-steps 2000 --checkpoint-every 1000 --val-every 2000 --probe-steps 1001
 
 # GPUs of the node (nvidia-smi's count; 8 where it finds none, e.g. to plan elsewhere)
 # and memory per GPU; PLAN_ARGS: e.g. --mfu 0.4 --peak 989e12 for the GPU-hours.

@@ -7,7 +7,7 @@
 
 namespace shapelaw::test {
 
-std::string write_learnable_shards(const std::string& dir, char tokenizer_hash_char) {
+std::string write_learnable_shards(const std::string& dir, char tokenizer_hash_char, int test_documents) {
   TokenizerInfo tok;
   tok.vocab_size = 64;
   tok.eos_id = 0;
@@ -19,14 +19,15 @@ std::string write_learnable_shards(const std::string& dir, char tokenizer_hash_c
   opt.validation_fraction = 0.1;
   ShardSetWriter writer(dir, tok, opt);
   std::mt19937_64 rng(7);
-  for (int d = 0; d < 300; ++d) {
+  for (int d = 0; d < 300 + test_documents; ++d) {
     std::vector<uint32_t> doc;
     uint32_t t = 1 + rng() % 63;
     for (int i = 0; i < 80; ++i) {
       doc.push_back(t);
       t = (rng() % 8 == 0) ? 1 + rng() % 63 : 1 + (t * 5 + 3) % 63;
     }
-    writer.add_document(doc);
+    if (d < 300) writer.add_document(doc);
+    else writer.add_document_to("test", doc.data(), doc.size());
   }
   writer.finish();
   return dir;

@@ -1,10 +1,14 @@
-// shard: token stream -> zstd shards + manifest; inspect and verify shard directories.
+// shard: token stream -> zstd shards + manifest; inspect, verify and read back shard
+// directories.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "shards/cat.h"
 #include "shards/from_stream.h"
 #include "shards/inspect.h"
 #include "util/build_info.h"
+#include "util/error.h"
+#include "util/output.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -15,7 +19,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   ShardOptions options;
-  std::string input = "-", out_dir, tokenizer_model;
+  std::string input = "-", out_dir, tokenizer_model, test_input;
   bool quiet = false;
   auto* write_cmd = app.add_subcommand("write", "read a token stream (from `tokenize encode`) and write shards + manifest.json");
   write_cmd->add_option("input", input, "token stream file ('-' = stdin, the default)")->capture_default_str();
@@ -27,6 +31,8 @@ int main(int argc, char** argv) {
   write_cmd->add_option("--validation-fraction", options.validation_fraction, "fraction of documents for validation")->capture_default_str();
   write_cmd->add_option("--test-fraction", options.test_fraction, "fraction of documents for test")->capture_default_str();
   write_cmd->add_option("--tokenizer", tokenizer_model, "check that this model produced the stream");
+  write_cmd->add_option("--test-input", test_input,
+                        "a second token stream (same tokenizer) whose documents all go to the test split");
   write_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");
 
   std::string dir;
@@ -39,10 +45,25 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("directory", dir, "shard directory (or its manifest.json)")->required();
   verify_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");
 
+  CatOptions cat;
+  std::string range, cat_output = "-";
+  auto* cat_cmd = app.add_subcommand("cat", "write a split's documents back out: token stream, raw ids or text");
+  cat_cmd->add_option("directory", dir, "shard directory (or its manifest.json)")->required();
+  cat_cmd->add_option("--split", cat.split, "train, validation or test")->capture_default_str();
+  cat_cmd->add_option("--range", range, "documents a:b of the split (half-open, from 0; a: and :b work)");
+  cat_cmd->add_option("--format", cat.format,
+                      "stream (for tokenize decode / shard write), raw16, raw32 (ids, EOS after each document), "
+                      "text (needs --tokenizer)")
+      ->check(CLI::IsMember({"stream", "raw16", "raw32", "text"}))
+      ->capture_default_str();
+  cat_cmd->add_option("--tokenizer", cat.tokenizer_model, "sentencepiece model (checked against the manifest)")
+      ->check(CLI::ExistingFile);
+  cat_cmd->add_option("-o,--output", cat_output, "output file ('-' = stdout, the default)")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   return tool_main("shard", [&] {
     if (*write_cmd) {
-      auto manifest = shards_from_stream(input, out_dir, options, tokenizer_model, quiet);
+      auto manifest = shards_from_stream(input, out_dir, options, tokenizer_model, quiet, test_input);
       if (!quiet) {
         for (const auto& [name, split] : manifest.at("splits").items())
           std::fprintf(stderr, "shard: %-10s %llu tokens, %llu documents, %zu shards\n", name.c_str(),
@@ -52,6 +73,11 @@ int main(int argc, char** argv) {
     } else if (*inspect_cmd) {
       auto inspection = inspect_shards(dir);
       std::fputs(as_json ? (inspection.dump(2) + "\n").c_str() : format_inspection(inspection).c_str(), stdout);
+    } else if (*cat_cmd) {
+      if (!range.empty()) cat.range = parse_document_range(range);
+      if (cat.format != "text")
+        refuse_binary_on_terminal(cat_output, "pipe it into `tokenize decode -m MODEL`, or use --format text --tokenizer MODEL");
+      cat_shards(dir, cat, cat_output);
     } else if (*verify_cmd) {
       auto r = verify_shards(dir, quiet);
       std::printf("shard verify: OK: %llu shards, %llu tokens, %llu bytes, every checksum matches\n",

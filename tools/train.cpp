@@ -1,14 +1,21 @@
 // train: trains one depth x width transformer on a shard directory (see docs/formats.md,
 // "train outputs"). Every hyperparameter is a flag; --config FILE.json gives defaults
 // (keys as in summary.json's "config"), flags given on the command line override it.
+// `train eval RUN` evaluates a checkpoint of a run on any split (train/run_eval.h).
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "model/equal_params.h"
+#include "train/distributed.h"
+#include "train/run_eval.h"
+#include "train/synthetic_data.h"
 #include "compat/torch_compat.h"
 #include "model/equal_params.h"
 #include "plan/layout.h"
@@ -22,6 +29,7 @@
 #include "util/build_info.h"
 #include "util/cpu_runtime.h"
 #include "util/error.h"
+#include "util/output.h"
 #include "util/tool_main.h"
 
 namespace {
@@ -31,7 +39,10 @@ const char* kFooter = R"(FLOPs per token (summary.json "flops_per_token"), PaLM-
 i.e. every weight matmul incl. the output head, forward + backward, plus attention
 scores and A.V without a causal discount; compute_flops = 6 * N_non_embedding * T.
 Re-running the same command on the same --out continues from the newest complete
-checkpoint; a changed configuration is refused.
+checkpoint; a changed configuration is refused, and so is a longer --steps/--tokens (the
+cosine schedule depends on the length: train the longer run in another --out).
+Evaluate any checkpoint on any split: train eval RUN [--step N] [--data DIR] --split test
+[--per-document] [-o FILE] (train eval --help).
 Data parallel: launch with torchrun --no-python --nproc-per-node N train ... (RANK,
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; loopback:29500 by default) or under
 srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; set MASTER_ADDR for several nodes).
@@ -167,6 +178,8 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // An explicit warmup is the user's: not capped unless --warmup-cap is given as well.
+  if (app.count("--warmup-steps") > 0 && app.count("--warmup-cap") == 0) config.warmup_cap = 0;
   sr.requested = bool(*shapes);
   return -1;
 }
@@ -224,10 +237,47 @@ int print_plan(const std::vector<std::string>& args, const shapelaw::TrainConfig
   return 0;
 }
 
+// `train eval RUN ...`: its own flags, JSON on stdout or -o FILE.
+int eval_main(int argc, char** argv) {
+  CLI::App app{"train eval: a checkpoint of a run evaluated on any split of any shard set with the run's tokenizer"};
+  shapelaw::RunEvalOptions o;
+  std::string output = "-";
+  app.add_option("run", o.run, "run directory (train --out), its checkpoints/, or one step_N directory")->required();
+  app.add_option("--step", o.step, "checkpoint step (default: the newest complete one)");
+  app.add_option("--data", o.data, "shard directory or manifest (default: the run's --data); its tokenizer is checked");
+  app.add_option("--tokenizer-model", o.tokenizer_model, "sentencepiece model: checked against the manifest's hash");
+  app.add_option("--split", o.split, "train, validation or test")->capture_default_str();
+  app.add_option("--tokens", o.max_tokens,
+                 "tokens read from the start of the split, in whole seq_len+1 windows (default: the run's "
+                 "--val-tokens; 0: the whole split)");
+  app.add_flag("--per-document", o.per_document, "also each document's loss (\"documents\" in the JSON)");
+  app.add_option("-o,--output", output, "JSON record ('-' = stdout, the default)")->capture_default_str();
+  app.add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU intra-op threads (0: all cores)")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const nlohmann::json record = shapelaw::evaluate_run(o);
+  shapelaw::Output out(output);
+  out.write(record.dump(2) + "\n");
+  out.commit();
+  std::fprintf(stderr, "train eval: %s step %lld on %s/%s: loss %.4f over %lld target tokens (%lld windows)%s\n",
+               record["run_dir"].get<std::string>().c_str(), (long long)record["step"].get<long long>(),
+               record["data"].get<std::string>().c_str(), o.split.c_str(),
+               record["loss"].is_number() ? record["loss"].get<double>() : std::nan(""),
+               (long long)record["target_tokens"].get<long long>(), (long long)record["windows"].get<long long>(),
+               record.contains("cap") ? ("; " + record["cap"].get<std::string>()).c_str() : "");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   shapelaw::tune_cpu_runtime("train", argv);
+  if (argc > 1 && std::string(argv[1]) == "eval")
+    return shapelaw::tool_main("train", [&]() -> int { return eval_main(argc - 1, argv + 1); });
   return shapelaw::tool_main("train", [&]() -> int {
     const std::vector<std::string> args(argv, argv + argc);
     shapelaw::TrainConfig config;

@@ -14,6 +14,7 @@
 #include "shards/dataset.h"
 #include "train/cpu_threads.h"
 #include "compat/torch_compat.h"
+#include "train/run_checkpoint.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
@@ -24,16 +25,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-json read_json(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw Error(located(path, 0, std::string("not valid JSON: ") + e.what()));
-  }
-}
-
-std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) + "…" : h; }
 
 // The expected tensors of a module (parameters, buffers, children) against an archive's keys.
 void check_archive(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& prefix,
@@ -145,128 +136,17 @@ void load_model_checked(TransformerImpl& model, const std::string& path, const t
   model.to(device);
 }
 
-// ---------------------------------------------------------------- checkpoints
-std::vector<std::pair<long long, std::string>> list_checkpoints(const std::string& dir) {
-  std::vector<std::pair<long long, std::string>> found;
-  if (!fs::is_directory(dir)) return found;
-  for (auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step_", 0) != 0 || name.size() <= 5 || !fs::exists(entry.path() / "COMPLETE")) continue;
-    if (name.find_first_not_of("0123456789", 5) != std::string::npos) continue;
-    found.emplace_back(std::stoll(name.substr(5)), entry.path().string());
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-CheckpointRef locate_checkpoint(const std::string& run, long long step) {
-  if (!fs::exists(run)) throw Error(located(run, 0, "no such run directory"));
-  fs::path p = fs::path(run).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();
-  std::string ckpt_dir;
-  CheckpointRef ref;
-  if (fs::exists(p / "state.json")) {  // one checkpoint directory
-    const std::string name = p.filename().string();
-    if (name.rfind("step_", 0) != 0) throw Error(located(run, 0, "a state.json outside checkpoints/step_N/"));
-    if (!fs::exists(p / "COMPLETE")) throw Error(located(run, 0, "incomplete checkpoint (no COMPLETE marker)"));
-    ref.step = std::stoll(name.substr(5));
-    if (step >= 0 && step != ref.step)
-      throw Error(located(run, 0, "this checkpoint is step " + std::to_string(ref.step) + ", not --step " +
-                                      std::to_string(step)));
-    ref.dir = p.string();
-    ref.run_dir = p.parent_path().parent_path().string();
-  } else {
-    if (fs::is_directory(p / "checkpoints")) {
-      ckpt_dir = (p / "checkpoints").string();
-      ref.run_dir = p.string();
-    } else if (p.filename() == "checkpoints") {
-      ckpt_dir = p.string();
-      ref.run_dir = p.parent_path().string();
-    } else {
-      throw Error(located(run, 0, "not a train run (no checkpoints/ directory)"));
-    }
-    auto all = list_checkpoints(ckpt_dir);
-    if (all.empty()) throw Error(located(ckpt_dir, 0, "no complete checkpoint"));
-    if (step < 0) {
-      ref.step = all.back().first;
-      ref.dir = all.back().second;
-    } else {
-      auto it = std::find_if(all.begin(), all.end(), [&](auto& c) { return c.first == step; });
-      if (it == all.end()) {
-        std::string steps;
-        for (auto& c : all) steps += (steps.empty() ? "" : ", ") + std::to_string(c.first);
-        throw Error(located(ckpt_dir, 0, "no complete checkpoint for step " + std::to_string(step) +
-                                             " (steps present: " + steps + ")"));
-      }
-      ref.step = it->first;
-      ref.dir = it->second;
-    }
-  }
-  if (ref.run_dir.empty()) ref.run_dir = ".";
-  ref.state = read_json(ref.dir + "/state.json");
-  if (ref.state.value("format", "") != "shapelaw.checkpoint")
-    throw Error(located(ref.dir + "/state.json", 0, "not a shapelaw checkpoint (format " +
-                                                        ref.state.value("format", std::string("missing")) + ")"));
-  if (ref.state.value("version", 0) > 1)
-    throw Error(located(ref.dir + "/state.json", 0, "checkpoint version " + ref.state["version"].dump() +
-                                                        " is newer than this probe-grads (1)"));
-  if (!ref.state.contains("config") || !ref.state.contains("step"))
-    throw Error(located(ref.dir + "/state.json", 0, "lacks \"config\" or \"step\""));
-  return ref;
-}
-
 // ---------------------------------------------------------------- measure
 GradProfile measure_gradients(const MeasureOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   if (o.batches < 1 || o.batch_size < 1) throw Error("--batches and --batch-size must be >= 1");
-  CheckpointRef ref = locate_checkpoint(o.run, o.step);
-  const std::string state_path = ref.dir + "/state.json";
-  TrainConfig cfg;
-  try {
-    cfg = train_config_from_json(ref.state["config"]);
-  } catch (const Error& e) {
-    throw Error(located(state_path, 0, std::string("config: ") + e.what()));
-  } catch (const json::exception& e) {
-    throw Error(located(state_path, 0, std::string("config: ") + e.what()));
-  }
-  try {
-    cfg.model.validate();
-  } catch (const Error& e) {
-    throw Error(located(state_path, 0, e.what()));
-  }
-  records::RunSummary summary;
-  if (fs::exists(ref.run_dir + "/summary.json")) summary = records::read_run_summary(ref.run_dir + "/summary.json");
-
-  // data, and proof that its token ids mean what they meant in training
-  std::string data = o.data.empty() ? cfg.data : o.data;
-  if (data.empty()) throw Error(located(state_path, 0, "the run records no --data: pass --data"));
-  if (!fs::exists(data))
-    throw Error(located(data, 0, o.data.empty() ? "the run's data is not there any more: pass --data"
-                                                : "no such shard directory"));
-  TokenDataset dataset = TokenDataset::open(data);
-  if (!o.tokenizer_model.empty()) dataset.check_tokenizer(o.tokenizer_model);
-  const std::string run_manifest = ref.state.value("data_manifest_sha256", "");
-  std::string run_tokenizer = summary.tokenizer_sha256;
-  if (run_tokenizer.empty() && !cfg.data.empty() && fs::exists(cfg.data)) {
-    try {
-      TokenDataset original = TokenDataset::open(cfg.data);
-      if (original.manifest_sha256() == run_manifest) run_tokenizer = original.tokenizer_sha256();
-    } catch (const Error&) {
-    }
-  }
-  if (!run_tokenizer.empty()) {
-    if (dataset.tokenizer_sha256() != run_tokenizer)
-      throw Error(located(data, 0, "the shard manifest's tokenizer (sha256 " + short_hash(dataset.tokenizer_sha256()) +
-                                       ") differs from the one the run was trained with (" +
-                                       short_hash(run_tokenizer) + "): token ids would mean other words"));
-  } else if (dataset.manifest_sha256() != run_manifest) {
-    throw Error(located(data, 0, "cannot confirm that this manifest's tokenizer is the run's (the run has no "
-                                 "summary.json and its own manifest is gone or changed): measure with the run's data"));
-  }
-  if (int64_t(dataset.vocab_size()) > cfg.model.vocab_size)
-    throw Error(located(data, 0, "vocabulary " + std::to_string(dataset.vocab_size()) +
-                                     " is larger than the model's " + std::to_string(cfg.model.vocab_size)));
+  const RunCheckpoint run = open_run_checkpoint(o.run, o.step);
+  const CheckpointRef& ref = run.ref;
+  const TrainConfig& cfg = run.config;
+  const records::RunSummary& summary = run.summary;
+  const std::string state_path = ref.dir + "/state.json", data = o.data.empty() ? cfg.data : o.data;
+  TokenDataset dataset = open_run_data(run, o.data, o.tokenizer_model);
 
   // device, precision, threads
   std::string dev = o.device;

@@ -38,18 +38,6 @@ struct MeasureOptions {
   int threads = 0;              // CPU intra-op threads (0: all cores)
 };
 
-struct CheckpointRef {
-  long long step = 0;
-  std::string dir;      // .../checkpoints/step_<12 digits>
-  std::string run_dir;  // the run's output directory (parent of checkpoints/)
-  nlohmann::json state; // state.json
-};
-
-// Complete checkpoints (a COMPLETE marker) of a run, by step.
-std::vector<std::pair<long long, std::string>> list_checkpoints(const std::string& checkpoints_dir);
-// Resolves run/step to one complete checkpoint; Error when absent (listing the steps there).
-CheckpointRef locate_checkpoint(const std::string& run, long long step);
-
 GradProfile measure_gradients(const MeasureOptions& options);
 
 }  // namespace shapelaw::probe

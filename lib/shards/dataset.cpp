@@ -94,6 +94,10 @@ TokenDataset TokenDataset::open(const std::string& path) {
 std::string TokenDataset::tokenizer_sha256() const {
   return manifest_.at("tokenizer").at("model_sha256").get<std::string>();
 }
+TokenizerInfo TokenDataset::tokenizer() const {
+  const auto& t = manifest_.at("tokenizer");
+  return {vocab_size(), eos_id(), tokenizer_sha256(), t.value("sentencepiece_version", "")};
+}
 uint32_t TokenDataset::vocab_size() const { return manifest_.at("tokenizer").at("vocab_size").get<uint32_t>(); }
 uint32_t TokenDataset::eos_id() const { return manifest_.at("tokenizer").at("eos_id").get<uint32_t>(); }
 

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shards/writer.h"
+
 namespace shapelaw {
 
 class ShardFile;  // one .shard file, random access by frame (shards/shard_file.h)
@@ -46,6 +48,7 @@ class TokenDataset {
   const std::string& directory() const { return directory_; }
   std::string manifest_sha256() const { return manifest_sha256_; }
   std::string tokenizer_sha256() const;  // recorded hash of the sentencepiece model
+  TokenizerInfo tokenizer() const;       // everything the manifest records of it
   uint32_t vocab_size() const;
   uint32_t eos_id() const;
   bool has_split(const std::string& name) const;

@@ -8,7 +8,8 @@
 namespace shapelaw {
 
 nlohmann::json shards_from_stream(const std::string& input, const std::string& directory,
-                                  const ShardOptions& options, const std::string& tokenizer_model, bool quiet) {
+                                  const ShardOptions& options, const std::string& tokenizer_model, bool quiet,
+                                  const std::string& test_input) {
   TokenStreamReader reader(input);
   const TokenizerInfo& info = reader.tokenizer();
   if (!tokenizer_model.empty()) {
@@ -17,6 +18,15 @@ nlohmann::json shards_from_stream(const std::string& input, const std::string& d
       throw Error(located(tokenizer_model, 0, "tokenizer model (sha256 " + actual.substr(0, 12) +
                                                   "…) is not the one that produced the token stream (sha256 " +
                                                   info.model_sha256.substr(0, 12) + "…)"));
+  }
+  std::unique_ptr<TokenStreamReader> test_reader;
+  if (!test_input.empty()) {
+    test_reader = std::make_unique<TokenStreamReader>(test_input);
+    const TokenizerInfo& other = test_reader->tokenizer();
+    if (other.model_sha256 != info.model_sha256 || other.vocab_size != info.vocab_size || other.eos_id != info.eos_id)
+      throw Error(located(test_input, 0, "--test-input was encoded with another tokenizer (sha256 " +
+                                             other.model_sha256.substr(0, 12) + "…) than the main stream (sha256 " +
+                                             info.model_sha256.substr(0, 12) + "…)"));
   }
   ShardSetWriter writer(directory, info, options);
   Progress progress("shard", quiet);
@@ -27,8 +37,15 @@ nlohmann::json shards_from_stream(const std::string& input, const std::string& d
     ++documents;
     progress.update(reader.bytes_read(), 0, documents, "documents");
   }
-  progress.finish(reader.bytes_read(), documents, "documents");
-  return writer.finish({{"input", input}});
+  uint64_t test_documents = 0;
+  while (test_reader && test_reader->next_document(tokens)) {
+    writer.add_document_to("test", tokens.data(), tokens.size());
+    ++test_documents;
+  }
+  progress.finish(reader.bytes_read(), documents + test_documents, "documents");
+  nlohmann::json provenance = {{"input", input}};
+  if (test_reader) provenance["test_input"] = {{"path", test_input}, {"documents", test_documents}};
+  return writer.finish(provenance);
 }
 
 }  // namespace shapelaw

@@ -18,13 +18,8 @@ constexpr size_t kStreamHeaderSize = 128;
 constexpr uint32_t kMaxBlockTokens = 1u << 28;
 }  // namespace
 
-struct TokenStreamWriter::Sink {
-  std::unique_ptr<AtomicFile> file;  // null when writing stdout
-};
-
 TokenStreamWriter::TokenStreamWriter(const std::string& path, const TokenizerInfo& tokenizer)
-    : sink_(new Sink) {
-  if (path != "-") sink_->file = std::make_unique<AtomicFile>(path);
+    : out_(std::make_unique<Output>(path)) {
   // Header: magic, version, vocab, eos, sha256 (64 hex chars), sentencepiece version.
   unsigned char header[kStreamHeaderSize] = {};
   std::memcpy(header, kStreamMagic, 8);
@@ -35,18 +30,10 @@ TokenStreamWriter::TokenStreamWriter(const std::string& path, const TokenizerInf
   std::memcpy(header + 84, tokenizer.sentencepiece_version.data(),
               std::min<size_t>(40, tokenizer.sentencepiece_version.size()));
   le::put32(header + 124, crc32c(header, 124));
-  write(header, sizeof header);
+  out_->write(header, sizeof header);
 }
 
-TokenStreamWriter::~TokenStreamWriter() { delete sink_; }
-
-void TokenStreamWriter::write(const void* data, size_t size) {
-  if (sink_->file) {
-    sink_->file->write(data, size);
-  } else if (std::fwrite(data, 1, size, stdout) != size) {
-    throw Error(std::string("<stdout>: write failed: ") + std::strerror(errno));
-  }
-}
+TokenStreamWriter::~TokenStreamWriter() = default;
 
 void TokenStreamWriter::write_block(const std::vector<uint32_t>& tokens, uint32_t documents) {
   if (tokens.empty()) return;
@@ -55,8 +42,8 @@ void TokenStreamWriter::write_block(const std::vector<uint32_t>& tokens, uint32_
   le::put32(head, uint32_t(tokens.size()));
   le::put32(head + 4, documents);
   le::put32(head + 8, crc32c(tokens.data(), tokens.size() * 4));
-  write(head, sizeof head);
-  write(tokens.data(), tokens.size() * 4);
+  out_->write(head, sizeof head);
+  out_->write(tokens.data(), tokens.size() * 4);
   total_tokens_ += tokens.size();
   total_documents_ += documents;
 }
@@ -69,12 +56,8 @@ void TokenStreamWriter::close() {
   le::put64(end + 12, total_tokens_);
   le::put64(end + 20, total_documents_);
   le::put32(end + 28, crc32c(end + 12, 16));
-  write(end, sizeof end);
-  if (sink_->file) {
-    sink_->file->commit();
-  } else if (std::fflush(stdout) != 0) {
-    throw Error(std::string("<stdout>: write failed: ") + std::strerror(errno));
-  }
+  out_->write(end, sizeof end);
+  out_->commit();
 }
 
 TokenStreamReader::TokenStreamReader(const std::string& path)

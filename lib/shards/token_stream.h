@@ -5,10 +5,12 @@
 // cut short (a killed producer in a pipe) has no end block and is rejected.
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "shards/writer.h"
+#include "util/output.h"
 
 namespace shapelaw {
 
@@ -24,9 +26,7 @@ class TokenStreamWriter {
   uint64_t documents() const { return total_documents_; }
 
  private:
-  void write(const void* data, size_t size);
-  struct Sink;
-  Sink* sink_;
+  std::unique_ptr<Output> out_;
   uint64_t total_tokens_ = 0, total_documents_ = 0;
   bool closed_ = false;
 };

@@ -86,14 +86,7 @@ class SplitWriter {
   void flush_frame() {
     if (frame_.empty()) return;
     raw_.resize(frame_.size() * header_.token_width);
-    if (header_.token_width == 2) {
-      for (size_t i = 0; i < frame_.size(); ++i) {
-        raw_[2 * i] = uint8_t(frame_[i]);
-        raw_[2 * i + 1] = uint8_t(frame_[i] >> 8);
-      }
-    } else {
-      for (size_t i = 0; i < frame_.size(); ++i) le::put32(raw_.data() + 4 * i, frame_[i]);
-    }
+    le::put_tokens(frame_.data(), frame_.size(), header_.token_width, raw_.data());
     compressed_.resize(ZSTD_compressBound(raw_.size()));
     size_t size = ZSTD_compress2(cctx_, compressed_.data(), compressed_.size(), raw_.data(), raw_.size());
     if (ZSTD_isError(size)) throw Error(std::string("zstd compression failed: ") + ZSTD_getErrorName(size));
@@ -194,12 +187,18 @@ ShardSetWriter::ShardSetWriter(std::string directory, TokenizerInfo tokenizer, S
 ShardSetWriter::~ShardSetWriter() = default;
 
 void ShardSetWriter::add_document(const uint32_t* tokens, size_t count) {
+  add_document_to(split_of_document(tokens, count, impl_->options), tokens, count);
+}
+
+void ShardSetWriter::add_document_to(const std::string& split, const uint32_t* tokens, size_t count) {
   const uint32_t vocab = impl_->tokenizer.vocab_size;
   for (size_t i = 0; i < count; ++i)
     if (tokens[i] >= vocab)
       throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (size " +
                   std::to_string(vocab) + ")");
-  impl_->splits.at(split_of_document(tokens, count, impl_->options))->add(tokens, count, impl_->tokenizer.eos_id);
+  auto writer = impl_->splits.find(split);
+  if (writer == impl_->splits.end()) throw Error("no split '" + split + "' (train, validation or test)");
+  writer->second->add(tokens, count, impl_->tokenizer.eos_id);
 }
 
 nlohmann::json ShardSetWriter::finish(const nlohmann::json& extra_provenance) {

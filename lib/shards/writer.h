@@ -34,6 +34,8 @@ class ShardSetWriter {
   // One document's tokens, without the EOS (the writer appends it).
   void add_document(const uint32_t* tokens, size_t count);
   void add_document(const std::vector<uint32_t>& tokens) { add_document(tokens.data(), tokens.size()); }
+  // A document that goes to `split` whatever its hash (a corpus's own held-out part).
+  void add_document_to(const std::string& split, const uint32_t* tokens, size_t count);
   // Flushes the open shards and writes manifest.json last: a directory without a
   // manifest is an unfinished run. Returns the manifest.
   nlohmann::json finish(const nlohmann::json& extra_provenance = {});

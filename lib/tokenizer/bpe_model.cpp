@@ -1,6 +1,7 @@
 #include "tokenizer/bpe_model.h"
 
 #include <random>
+#include <regex>
 #include <thread>
 #include <unordered_map>
 
@@ -77,7 +78,9 @@ BpeTrainingResult train_bpe_model(const std::vector<std::string>& inputs, const 
       {"byte_fallback", options.byte_fallback ? "true" : "false"},
       {"normalization_rule_name", options.normalization},
       {"max_sentence_length", std::to_string(options.max_sentence_length)},
-      {"input_sentence_size", std::to_string(sample.size())},
+      // sentencepiece refuses a sample size in 1..100 (its check trainer_interface.cc:76);
+      // 0 means "every sentence", which is the same thing for a sample this small.
+      {"input_sentence_size", std::to_string(sample.size() > 100 ? sample.size() : 0)},
       {"shuffle_input_sentence", "false"},  // already a seeded sample
       {"num_threads", std::to_string(threads)},
       {"unk_id", "0"}, {"bos_id", "1"}, {"eos_id", "2"}, {"pad_id", "-1"},
@@ -87,7 +90,16 @@ BpeTrainingResult train_bpe_model(const std::vector<std::string>& inputs, const 
   SampleIterator iterator(sample);
   std::string serialized;
   auto status = sentencepiece::SentencePieceTrainer::Train(args, &iterator, &serialized);
-  if (!status.ok()) throw Error("sentencepiece training failed: " + status.ToString());
+  if (!status.ok()) {
+    // A small corpus cannot fill a large vocabulary; say so in the user's terms.
+    std::smatch most;
+    const std::string message = status.ToString();
+    if (std::regex_search(message, most, std::regex("Vocabulary size too high .*<= ([0-9]+)")))
+      throw Error("the training text (" + std::to_string(sample.size()) + " lines) is too small for --vocab-size " +
+                  std::to_string(options.vocab_size) + ": sentencepiece can make at most " + most[1].str() +
+                  " pieces from it; lower --vocab-size or train on more text");
+    throw Error("sentencepiece training failed: " + message);
+  }
   write_file_atomic(model_path, serialized);
   result.model_sha256 = sha256_hex(serialized);
   return result;

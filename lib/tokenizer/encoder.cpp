@@ -8,25 +8,14 @@
 #include <mutex>
 #include <thread>
 
-#include <sentencepiece_processor.h>
-
 #include "shards/token_stream.h"
-#include "tokenizer/bpe_model.h"
-#include "util/atomic_file.h"
+#include "tokenizer/sentencepiece_model.h"
 #include "util/error.h"
 #include "util/progress.h"
-#include "util/sha256.h"
 
 namespace shapelaw {
 
 namespace {
-
-void load_processor(sentencepiece::SentencePieceProcessor& processor, const std::string& serialized,
-                    const std::string& path) {
-  auto status = processor.LoadFromSerializedProto(serialized);
-  if (!status.ok()) throw Error(located(path, 0, "not a sentencepiece model: " + status.ToString()));
-  if (processor.eos_id() < 0) throw Error(located(path, 0, "the sentencepiece model has no EOS piece"));
-}
 
 struct Batch {
   uint64_t sequence = 0;
@@ -37,21 +26,13 @@ struct Batch {
 
 }  // namespace
 
-TokenizerInfo describe_tokenizer(const std::string& model_path) {
-  std::string serialized = read_file(model_path);
-  sentencepiece::SentencePieceProcessor processor;
-  load_processor(processor, serialized, model_path);
-  return {uint32_t(processor.GetPieceSize()), uint32_t(processor.eos_id()), sha256_hex(serialized),
-          sentencepiece_version()};
-}
+TokenizerInfo describe_tokenizer(const std::string& model_path) { return load_sentencepiece_model(model_path).info; }
 
 EncodeResult encode_documents(const std::string& model_path, const std::vector<std::string>& inputs,
                               const std::string& output_path, const EncodeOptions& options) {
-  std::string serialized = read_file(model_path);
-  sentencepiece::SentencePieceProcessor processor;
-  load_processor(processor, serialized, model_path);
-  TokenizerInfo info{uint32_t(processor.GetPieceSize()), uint32_t(processor.eos_id()), sha256_hex(serialized),
-                     sentencepiece_version()};
+  const SentencePieceModel model = load_sentencepiece_model(model_path);
+  const sentencepiece::SentencePieceProcessor& processor = *model.processor;
+  const TokenizerInfo& info = model.info;
   const int workers = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   const size_t max_in_flight = size_t(workers) * 2 + 2;
 

@@ -96,6 +96,15 @@ bool Checkpointer::resume(Transformer& model, Optimizer& optimizer, const torch:
   if (!diffs.empty()) {
     std::string list;
     for (auto& d : diffs) list += "\n  " + d;
+    const bool only_length = std::all_of(diffs.begin(), diffs.end(), [](const std::string& d) {
+      return d.rfind("steps: ", 0) == 0 || d.rfind("tokens: ", 0) == 0;
+    });
+    if (only_length)
+      throw Error("the run in " + dir + " cannot be extended or shortened exactly: the learning rate follows a "
+                  "warmup and a cosine over the whole run's length, so the steps already taken had the schedule of "
+                  "its own length, not of the new one. Train the longer run from step 0 in another --out (the same "
+                  "options, the new --steps or --tokens); this run's checkpoints stay valid for `train eval` and "
+                  "probe-grads:" + list);
     throw Error("the configuration differs from the checkpoint in " + dir +
                 " (refusing to mix runs; use another --out or delete its checkpoints):" + list);
   }

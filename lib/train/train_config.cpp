@@ -1,6 +1,8 @@
 #include "train/train_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "util/error.h"
 
@@ -14,7 +16,22 @@ int64_t TrainConfig::total_steps() const {
 
 int64_t TrainConfig::warmup() const {
   if (warmup_fraction >= 0) return int64_t(std::llround(warmup_fraction * double(total_steps())));
+  if (warmup_cap > 0)
+    return std::min(warmup_steps, std::max<int64_t>(1, std::llround(warmup_cap * double(total_steps()))));
   return warmup_steps;
+}
+
+std::vector<std::string> TrainConfig::caps() const {
+  std::vector<std::string> out;
+  if (warmup_fraction < 0 && warmup() < warmup_steps) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "warmup capped at %g%% of a %lld-step run: %lld steps instead of %lld (--warmup-steps N or "
+                  "--warmup-fraction F chooses it)",
+                  100 * warmup_cap, (long long)total_steps(), (long long)warmup(), (long long)warmup_steps);
+    out.push_back(text);
+  }
+  return out;
 }
 
 double TrainConfig::lr_at(int64_t step) const {
@@ -41,6 +58,7 @@ void TrainConfig::validate() const {
   if (lr <= 0 || min_lr_ratio < 0 || min_lr_ratio > 1) fail("need --lr > 0 and 0 <= --min-lr-ratio <= 1");
   if (min_lr_ratio == 0 && (min_lr < 0 || min_lr > lr)) fail("need 0 <= --min-lr <= --lr, --lr > 0");
   if (warmup_steps < 0 || warmup_fraction > 1) fail("warmup must be >= 0 steps or a fraction <= 1");
+  if (warmup_cap < 0 || warmup_cap > 1) fail("--warmup-cap must be in [0, 1]");
   if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1 || eps <= 0) fail("bad Adam betas/eps");
   if (weight_decay < 0 || grad_clip < 0) fail("--weight-decay and --grad-clip must be >= 0");
   if (checkpoint_every < 0 || keep_checkpoints < 1) fail("--checkpoint-every >= 0, --keep-checkpoints >= 1");
@@ -67,6 +85,9 @@ nlohmann::json to_json(const TrainConfig& c) {
 TrainConfig train_config_from_json(const nlohmann::json& j) {
   TrainConfig c;
   options_from_json(c, visit_train, j, "train config", {"model"});
+  // A warmup written down without a cap (configs before the cap existed, or by hand) is
+  // meant as given.
+  if (j.contains("warmup_steps") && !j.contains("warmup_cap")) c.warmup_cap = 0;
   if (j.contains("model")) c.model = model_config_from_json(j["model"]);
   return c;
 }

@@ -27,6 +27,9 @@ struct TrainConfig {
   double min_lr_ratio = 0;      // > 0: min_lr = min_lr_ratio * lr (a learning-rate sweep keeps its shape)
   int64_t warmup_steps = 2000;
   double warmup_fraction = -1;  // >= 0 overrides warmup_steps: fraction of the run
+  // warmup_steps is at most this fraction of the run (0: no cap), so a short run with the
+  // default 2000 steps still warms up and decays; an explicit --warmup-steps sets it to 0
+  double warmup_cap = 0.1;
   double weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, grad_clip = 1.0;
   int64_t batch_tokens = 262144;  // global batch (256 x 1024), reached by accumulation
   int64_t micro_batch = 8;        // sequences per forward/backward (per rank)
@@ -57,6 +60,9 @@ struct TrainConfig {
   int64_t total_steps() const;     // steps, or ceil(tokens / batch_tokens)
   double final_lr() const;         // min_lr, or min_lr_ratio * lr
   int64_t warmup() const;          // resolved warmup steps
+  // What the defaults changed for this run, one sentence each ("warmup capped at 10% of
+  // a 30-step run: ..."); empty when nothing was capped. The trainer adds the data's caps.
+  std::vector<std::string> caps() const;
   double lr_at(int64_t step) const;  // step 0-based: linear warmup, cosine to min_lr
   void validate() const;           // throws Error
 };
@@ -86,6 +92,11 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"warmup_steps", "--warmup-steps", "linear warmup steps", true, true}, c.warmup_steps);
   f(OptionInfo{"warmup_fraction", "--warmup-fraction", "warmup as a fraction of the run (overrides steps)", true, false},
     c.warmup_fraction);
+  f(OptionInfo{"warmup_cap", "--warmup-cap",
+               "--warmup-steps is at most this fraction of the run (0: no cap; given --warmup-steps, no cap unless "
+               "this is given too)",
+               true, true},
+    c.warmup_cap);
   f(OptionInfo{"weight_decay", "--weight-decay", "AdamW decay of matrices (not biases/norms)", true, true},
     c.weight_decay);
   f(OptionInfo{"beta1", "--beta1", "AdamW beta1", true, true}, c.beta1);

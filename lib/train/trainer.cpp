@@ -31,6 +31,7 @@
 #include "util/build_info.h"
 #include "util/cpu_runtime.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace shapelaw {
 namespace {
@@ -108,7 +109,8 @@ std::string describe_groups(const Optimizer& opt, const Multipliers& m, const Mo
 
 json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDataset& dataset, const RunDevice& rd,
                  const Distributed& dist, const RunIdentity& id, const Multipliers& m, double val_loss,
-                 int64_t val_tokens, double wall, double peak, const json& memory) {
+                 int64_t val_tokens, double wall, double peak, const json& memory,
+                 const std::vector<std::string>& caps) {
   const ParamCounts counts = count_parameters(cfg.model);
   const double fpt = flops_per_token(cfg.model);
   const TailLoss tail = tail_loss(st.losses);
@@ -134,6 +136,7 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"total_flops", fpt * double(st.tokens)},
                   {"final_val_loss", std::isfinite(val_loss) ? json(val_loss) : json()},
                   {"val_tokens", val_tokens},
+                  {"caps", caps},
                   {"final_train_loss", tail.mean},
                   {"final_train_loss_se", std::isfinite(tail.se) ? json(tail.se) : json()},
                   {"final_train_loss_steps", tail.steps},
@@ -201,6 +204,14 @@ int run_impl(const TrainConfig& given) {
   if (!val_windows.defined())
     log("warning: no validation split with a full window of " + std::to_string(window) +
         " tokens: final_val_loss will be null");
+  // Every default or request that this run's size or data cut short, said once here and
+  // kept in summary.json.
+  std::vector<std::string> caps = cfg.caps();
+  if (val_windows.defined() && val_windows.size(0) < std::max<int64_t>(1, cfg.val_tokens / window))
+    caps.push_back("--val-tokens " + std::to_string(cfg.val_tokens) + " capped to the validation split (" +
+                   std::to_string(dataset.split("validation").num_tokens()) + " tokens): " +
+                   std::to_string(val_windows.size(0)) + " windows of " + std::to_string(window) + ", " +
+                   std::to_string(val_windows.size(0) * seq) + " target tokens");
 
   // model and optimizer
   const double peak = cfg.peak_flops > 0 ? cfg.peak_flops : measure_matmul_peak(rd.device, rd.bf16);
@@ -233,6 +244,7 @@ int run_impl(const TrainConfig& given) {
       (cfg.zero ? " (ZeRO-1 over " + std::to_string(dist.world) + ")" : std::string()) + ", activations " +
       format_bytes(double(plan.activations_used)) + (cfg.activation_checkpointing ? " (recomputed)" : "") +
       "; peak " + format_bytes(double(plan.peak)));
+  for (const auto& cap : caps) log("note: " + cap);
   if (cfg.warmup() >= total_steps)
     log("warning: warmup (" + std::to_string(cfg.warmup()) + " steps) is not shorter than the run (" +
         std::to_string(total_steps) + " steps): the LR never reaches its cosine phase; see --warmup-fraction");
@@ -264,6 +276,8 @@ int run_impl(const TrainConfig& given) {
   {
     Prefetcher prefetch(sampler, st.cursor, cfg.micro_batch, size_t(std::max(cfg.prefetch, 1)));
     model->train();
+    const auto loop_start = Clock::now();
+    const int64_t first_step = st.step;  // ETA from this session's pace (resume included)
     while (st.step < total_steps) {
       const auto t0 = Clock::now();
       StepRecord rec;
@@ -306,7 +320,8 @@ int run_impl(const TrainConfig& given) {
         log("step " + std::to_string(st.step) + "/" + std::to_string(total_steps) + " loss " + fmt("%.4f", rec.loss) +
             " lr " + fmt("%.3g", rec.lr) + " gnorm " + fmt("%.3g", rec.grad_norm) + " | " +
             fmt("%.0f", rec.tokens_per_s) + " tok/s, MFU " + fmt("%.1f%%", 100 * rec.mfu) + ", data wait " +
-            fmt("%.2f", rec.data_wait_ms) + " ms");
+            fmt("%.2f", rec.data_wait_ms) + " ms, ETA " +
+            format_duration(seconds_since(loop_start) / double(st.step - first_step) * double(total_steps - st.step)));
       if (cfg.val_every > 0 && st.step % cfg.val_every == 0 && st.step < total_steps) {
         double v = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
         model->train();
@@ -328,7 +343,7 @@ int run_impl(const TrainConfig& given) {
     const int64_t val_tokens = val_windows.defined() ? val_windows.size(0) * seq : 0;
     write_file_atomic(cfg.out + "/summary.json",
                       run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
-                                  memory_json(plan, measured))
+                                  memory_json(plan, measured), caps)
                               .dump(2) +
                           "\n");
     log("done: " + std::to_string(st.step) + " steps, final train loss " + fmt("%.4f", tail_loss(st.losses).mean) +

@@ -14,6 +14,15 @@ double Progress::elapsed_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+std::string format_duration(double seconds) {
+  char text[32];
+  if (!(seconds >= 0)) return "?";
+  if (seconds < 90) std::snprintf(text, sizeof text, "%.0f s", seconds);
+  else if (seconds < 90 * 60) std::snprintf(text, sizeof text, "%.1f min", seconds / 60);
+  else std::snprintf(text, sizeof text, "%.1f h", seconds / 3600);
+  return text;
+}
+
 void Progress::update(uint64_t bytes, uint64_t total_bytes, uint64_t items, const char* item_name, bool force) {
   if (quiet_) return;
   auto now = std::chrono::steady_clock::now();
@@ -24,7 +33,8 @@ void Progress::update(uint64_t bytes, uint64_t total_bytes, uint64_t items, cons
   char eta[64] = "";
   if (total_bytes > 0 && bytes > 0) {
     double fraction = double(bytes) / double(total_bytes);
-    std::snprintf(eta, sizeof eta, ", %.0f%%, ETA %.0fs", 100 * fraction, seconds * (1 - fraction) / fraction);
+    std::snprintf(eta, sizeof eta, ", %.0f%%, ETA %s", 100 * fraction,
+                  format_duration(seconds * (1 - fraction) / fraction).c_str());
   }
   std::fprintf(stderr, "%s%s: %llu %s, %.1f MB, %.1f MB/s%s%s", tty_ ? "\r" : "", label_.c_str(),
                (unsigned long long)items, item_name, mb, rate, eta, tty_ ? "\033[K" : "\n");

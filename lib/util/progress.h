@@ -8,6 +8,9 @@
 
 namespace shapelaw {
 
+// A duration as a person reads it: "45 s", "3.2 min", "2.1 h".
+std::string format_duration(double seconds);
+
 class Progress {
  public:
   Progress(std::string label, bool quiet, double interval_seconds = 1.0);

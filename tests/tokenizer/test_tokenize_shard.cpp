@@ -5,8 +5,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "shards/dataset.h"
 #include "shards/shard_file.h"
@@ -164,4 +169,217 @@ TEST_CASE("a shard run killed by SIGKILL or SIGINT leaves no file that looks val
     CHECK(again.exit_code == 0);
     CHECK(run(bin("shard") + " verify -q " + out).exit_code == 0);
   }
+}
+
+namespace {
+
+// Single-line documents that sentencepiece's nmt_nfkc normalization changes: runs of
+// spaces, leading/trailing space, full-width letters, a ligature, a vulgar fraction,
+// a decomposed accent, characters the vocabulary lacks (byte fallback).
+std::vector<std::string> normalization_texts() {
+  std::vector<std::string> texts;
+  auto words = test::write_synthetic_corpus(fixture().dir.path() + "/unused.jsonl", 40, 21);
+  const char* const extras[] = {"  two  spaces  ", "\xEF\xBC\xA6\xEF\xBD\x95\xEF\xBD\x8C\xEF\xBD\x8C width",
+                                "\xEF\xAC\x81nd the \xC2\xBD", "cafe\xCC\x81 na\xC3\xAFve", "\xE6\xBC\xA2\xE5\xAD\x97 \xF0\x9F\x98\x80"};
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string line = words[i];
+    for (char& c : line)
+      if (c == '\n') c = ' ';
+    texts.push_back(std::string(extras[i % 5]) + " " + line + " " + extras[(i + 2) % 5]);
+  }
+  return texts;
+}
+
+std::string jsonl_of(const std::vector<std::string>& texts) {
+  std::string out;
+  for (const auto& t : texts) out += nlohmann::json{{"text", t}}.dump() + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("text -> encode -> shard -> cat -> decode gives sentencepiece's own normalization of the text") {
+  auto& f = fixture();
+  const auto texts = normalization_texts();
+  std::string corpus = f.dir.path() + "/norm.jsonl", plain = f.dir.path() + "/norm.txt";
+  test::write_text(corpus, jsonl_of(texts));
+  std::string lines;
+  for (const auto& t : texts) lines += t + "\n";
+  test::write_text(plain, lines);
+  std::string shards = f.dir.path() + "/norm-shards";
+  // Every document in train, in input order.
+  REQUIRE(run(bin("tokenize") + " encode -q -m " + f.model + " " + corpus + " | " + bin("shard") +
+              " write -q --validation-fraction 0 -o " + shards).exit_code == 0);
+  auto decoded = run(bin("shard") + " cat " + shards + " | " + bin("tokenize") + " decode -m " + f.model);
+  REQUIRE(decoded.exit_code == 0);
+  // spm_normalize (Debian's sentencepiece package) applies the model's normalizer alone.
+  auto expected = run("spm_normalize --model=" + f.model + " " + plain + " 2>/dev/null");
+  if (expected.exit_code != 0) {
+    WARN("spm_normalize not available: comparing against the expected normalization by hand");
+  } else {
+    CHECK(decoded.output == expected.output);
+  }
+  // Whatever the tool, the normalization must have done something and kept the words.
+  CHECK(decoded.output.find("  ") == std::string::npos);
+  CHECK_THAT(decoded.output, Catch::Contains("Full width") && Catch::Contains("find the 1\xE2\x81\x84" "2") &&
+                                 Catch::Contains("\xE6\xBC\xA2\xE5\xAD\x97"));
+  // text format of shard cat = cat | decode; jsonl decodes to the same texts.
+  auto text = run(bin("shard") + " cat --format text --tokenizer " + f.model + " " + shards);
+  CHECK(text.output == decoded.output);
+  std::string out = f.dir.path() + "/norm-decoded.jsonl";
+  REQUIRE(run(bin("shard") + " cat " + shards + " | " + bin("tokenize") + " decode --format jsonl -m " + f.model +
+              " -o " + out).exit_code == 0);
+  std::string from_jsonl;
+  std::istringstream in(test::read_text(out));
+  for (std::string line; std::getline(in, line);) from_jsonl += nlohmann::json::parse(line).at("text").get<std::string>() + "\n";
+  CHECK(from_jsonl == decoded.output);
+  // jsonl is the corpus layout: encoding it again gives the same tokens.
+  auto again = run(bin("tokenize") + " encode -q -m " + f.model + " " + out + " | " + bin("shard") + " write -q --validation-fraction 0 -o " + shards + "2");
+  REQUIRE(again.exit_code == 0);
+  CHECK(TokenDataset::open(shards + "2").split("train").read(0, 2000) == TokenDataset::open(shards).split("train").read(0, 2000));
+}
+
+TEST_CASE("shard cat: '-' and a file give the same bytes, and ranges, raw ids and streams agree") {
+  auto& f = fixture();
+  std::string shards = f.dir.path() + "/cat-shards", d = f.dir.path() + "/cat-";
+  REQUIRE(run(encode_cmd() + " | " + bin("shard") + " write -q --validation-fraction 0.1 --tokenizer " + f.model +
+              " -o " + shards).exit_code == 0);
+  auto dataset = TokenDataset::open(shards);
+  const auto& train = dataset.split("train");
+  REQUIRE(run(bin("shard") + " cat " + shards + " -o " + d + "file").exit_code == 0);
+  REQUIRE(run(bin("shard") + " cat " + shards + " -o - > " + d + "stdout").exit_code == 0);
+  CHECK(test::read_text(d + "file") == test::read_text(d + "stdout"));
+
+  // raw16 is the split's tokens exactly (EOS after each document).
+  REQUIRE(run(bin("shard") + " cat --format raw16 " + shards + " > " + d + "raw16").exit_code == 0);
+  REQUIRE(run(bin("shard") + " cat --format raw32 " + shards + " > " + d + "raw32").exit_code == 0);
+  std::string raw16 = test::read_text(d + "raw16"), raw32 = test::read_text(d + "raw32");
+  REQUIRE(raw16.size() == train.num_tokens() * 2);
+  REQUIRE(raw32.size() == train.num_tokens() * 4);
+  auto all = train.read(0, train.num_tokens());
+  bool same = true;
+  for (size_t i = 0; i < all.size(); ++i) {
+    uint32_t a = uint8_t(raw16[2 * i]) | uint32_t(uint8_t(raw16[2 * i + 1])) << 8, b;
+    std::memcpy(&b, raw32.data() + 4 * i, 4);
+    same = same && a == all[i] && b == all[i];
+  }
+  CHECK(same);
+  // Every input format decodes to the same text, stdout or file.
+  auto text = run(bin("tokenize") + " decode -m " + f.model + " " + d + "file");
+  REQUIRE(text.exit_code == 0);
+  CHECK(run(bin("tokenize") + " decode --input-format raw16 -m " + f.model + " < " + d + "raw16").output == text.output);
+  CHECK(run(bin("tokenize") + " decode --input-format raw32 -m " + f.model + " " + d + "raw32").output == text.output);
+  REQUIRE(run(bin("tokenize") + " decode -m " + f.model + " -o " + d + "text " + d + "file").exit_code == 0);
+  CHECK(test::read_text(d + "text") == text.output);
+  size_t lines = std::count(text.output.begin(), text.output.end(), '\n');
+  CHECK(lines == train.num_documents());
+
+  // --range a:b is documents a..b-1 of the full output.
+  auto nth_lines = [](const std::string& s, size_t a, size_t b) {
+    std::istringstream in(s);
+    std::string line, out;
+    for (size_t i = 0; std::getline(in, line); ++i)
+      if (i >= a && i < b) out += line + "\n";
+    return out;
+  };
+  auto ranged = run(bin("shard") + " cat --range 5:9 --format text --tokenizer " + f.model + " " + shards);
+  CHECK(ranged.output == nth_lines(text.output, 5, 9));
+  CHECK(run(bin("shard") + " cat --range :3 --format text --tokenizer " + f.model + " " + shards).output ==
+        nth_lines(text.output, 0, 3));
+  CHECK(run(bin("shard") + " cat --range " + std::to_string(lines - 2) + ": --format text --tokenizer " + f.model +
+            " " + shards).output == nth_lines(text.output, lines - 2, lines));
+  auto validation = run(bin("shard") + " cat --split validation " + shards + " | " + bin("tokenize") + " decode -m " +
+                        f.model + " | head -n 2");
+  CHECK(validation.exit_code == 0);
+  CHECK(std::count(validation.output.begin(), validation.output.end(), '\n') == 2);
+
+  // A split streamed back into shard write is the same split.
+  REQUIRE(run(bin("shard") + " cat " + shards + " | " + bin("shard") + " write -q --validation-fraction 0 -o " + d +
+              "copy").exit_code == 0);
+  auto copied = TokenDataset::open(d + "copy");
+  const auto& copy = copied.split("train");
+  CHECK(copy.num_tokens() == train.num_tokens());
+  CHECK(copy.read(0, copy.num_tokens()) == all);
+}
+
+TEST_CASE("shard cat and tokenize decode refuse what they cannot do, naming why") {
+  auto& f = fixture();
+  std::string shards = f.dir.path() + "/cat-bad";
+  REQUIRE(run(encode_cmd() + " | " + bin("shard") + " write -q -o " + shards).exit_code == 0);
+  std::string other = f.dir.path() + "/other-decode.model";
+  REQUIRE(run(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other).exit_code == 0);
+  auto r = run(bin("shard") + " cat " + shards + " | " + bin("tokenize") + " decode -m " + other);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("other-decode.model") && Catch::Contains("is not the one that produced the token stream"));
+  r = run(bin("shard") + " cat --format text --tokenizer " + other + " " + shards);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("manifest.json"));
+  r = run(bin("shard") + " cat --format text " + shards);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("--format text needs --tokenizer"));
+  r = run(bin("shard") + " cat --range 3 " + shards);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("--range '3'"));
+  r = run(bin("shard") + " cat --range 0:100000 " + shards + " > /dev/null");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("split 'train'") && Catch::Contains("documents"));
+  r = run(bin("shard") + " cat --split nope " + shards + " > /dev/null");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("no split 'nope'"));
+  // Raw ids: a length that is not whole tokens, an id outside the vocabulary.
+  r = run("printf 'abc' | " + bin("tokenize") + " decode --input-format raw16 -m " + f.model);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("not a multiple of 2"));
+  r = run("printf '\\377\\377' | " + bin("tokenize") + " decode --input-format raw16 -m " + f.model);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("token id 65535 is outside the vocabulary"));
+  r = run("echo hello | " + bin("tokenize") + " decode -m " + f.model);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("not a shapelaw token stream"));
+}
+
+TEST_CASE("shard write --test-input puts every document of a second stream in the test split") {
+  auto& f = fixture();
+  std::string held = f.dir.path() + "/held.jsonl", plain = f.dir.path() + "/plain", with = f.dir.path() + "/with";
+  test::write_synthetic_corpus(held, 12, 77);
+  std::string write = bin("shard") + " write -q --validation-fraction 0.1 --tokenizer " + f.model;
+  REQUIRE(run(encode_cmd() + " | " + write + " -o " + plain).exit_code == 0);
+  REQUIRE(run(bin("tokenize") + " encode -q -m " + f.model + " " + held + " -o " + held + ".tok").exit_code == 0);
+  auto r = run(encode_cmd() + " | " + write + " --test-input " + held + ".tok -o " + with);
+  REQUIRE(r.exit_code == 0);
+  auto a = TokenDataset::open(plain), b = TokenDataset::open(with);
+  CHECK(a.split("test").num_documents() == 0);
+  CHECK(b.split("test").num_documents() == 12);
+  // The hashed splits are untouched.
+  for (const char* name : {"train", "validation"}) {
+    const auto &x = a.split(name), &y = b.split(name);
+    REQUIRE(x.num_tokens() == y.num_tokens());
+    CHECK(x.read(0, x.num_tokens()) == y.read(0, y.num_tokens()));
+  }
+  CHECK(b.manifest().at("provenance").at("test_input").at("documents") == 12);
+  auto text = run(bin("shard") + " cat --split test --format text --tokenizer " + f.model + " " + with);
+  CHECK(std::count(text.output.begin(), text.output.end(), '\n') == 12);
+  CHECK_THAT(text.output, Catch::Contains(" d11"));
+  // Another tokenizer's stream is refused.
+  std::string other = f.dir.path() + "/other-test.model";
+  REQUIRE(run(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other).exit_code == 0);
+  REQUIRE(run(bin("tokenize") + " encode -q -m " + other + " " + held + " -o " + held + ".other").exit_code == 0);
+  r = run(encode_cmd() + " | " + write + " --test-input " + held + ".other -o " + f.dir.path() + "/mixed");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("--test-input was encoded with another tokenizer"));
+}
+
+TEST_CASE("tokenize train-model on a tiny corpus works, or says the vocabulary is too large for it") {
+  auto& f = fixture();
+  std::string tiny = f.dir.path() + "/tiny.jsonl", model = f.dir.path() + "/tiny.model";
+  test::write_synthetic_corpus(tiny, 6, 5);  // a few dozen lines, below sentencepiece's 100
+  auto r = run(bin("tokenize") + " train-model " + tiny + " --vocab-size 300 -q -o " + model);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("trainer_interface") == std::string::npos);
+  CHECK(run(bin("tokenize") + " encode -q -m " + model + " " + tiny + " -o " + f.dir.path() + "/tiny.tok").exit_code == 0);
+  r = run(bin("tokenize") + " train-model " + tiny + " --vocab-size 4096 -q -o " + model + "2");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("is too small for --vocab-size 4096") &&
+                           Catch::Contains("lower --vocab-size or train on more text"));
+  CHECK_FALSE(fs::exists(model + "2"));
 }

@@ -580,3 +580,135 @@ TEST_CASE("train --zero 1: 2 ranks match plain data parallel; moments per rank h
   CHECK(two.exit_code == 1);
   CHECK_THAT(two.output, Catch::Contains("--zero 2"));
 }
+
+TEST_CASE("train eval: the final checkpoint on the validation split is summary.json's final_val_loss") {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/run";
+  REQUIRE(run(base_args(out) + " --steps 8 --checkpoint-every 4").exit_code == 0);
+  json s = json::parse(read_file(out + "/summary.json"));
+  auto r = run(bin("train") + " eval " + out + " --split validation --threads 1 2>/dev/null");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json e = json::parse(r.output);
+  CHECK(e["format"] == "shapelaw.eval");
+  CHECK(e["step"] == 8);
+  CHECK(e["loss"].get<double>() == s["final_val_loss"].get<double>());  // the same evaluation, same weights
+  CHECK(e["target_tokens"] == s["val_tokens"]);
+  CHECK(e["same_data_as_training"] == true);
+  CHECK(e["capped"] == false);
+
+  // -o FILE writes the same record; an earlier checkpoint is another (worse) model.
+  REQUIRE(run(bin("train") + " eval " + out + " --split validation --threads 1 -o " + tmp.path() + "/e.json").exit_code == 0);
+  CHECK(json::parse(read_file(tmp.path() + "/e.json")) == e);
+  auto early = json::parse(run(bin("train") + " eval " + out + " --step 4 --split validation --threads 1 2>/dev/null").output);
+  CHECK(early["step"] == 4);
+  CHECK(early["loss"].get<double>() > e["loss"].get<double>());
+  auto missing = run(bin("train") + " eval " + out + " --step 5 --split validation");
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.output, Catch::Contains("no complete checkpoint for step 5") && Catch::Contains("4, 8"));
+
+  // Per-document losses: token-weighted, they average back to the loss.
+  auto d = json::parse(run(bin("train") + " eval " + out + " --split validation --per-document --threads 1 2>/dev/null").output);
+  REQUIRE(d["documents"].size() > 5);
+  double sum = 0;
+  int64_t tokens = 0, previous = -1;
+  for (auto& doc : d["documents"]) {
+    CHECK(doc["document"].get<int64_t>() > previous);
+    previous = doc["document"].get<int64_t>();
+    sum += doc["loss"].get<double>() * doc["target_tokens"].get<double>();
+    tokens += doc["target_tokens"].get<int64_t>();
+  }
+  CHECK(tokens == d["target_tokens"].get<int64_t>());
+  CHECK(sum / double(tokens) == Approx(d["loss"].get<double>()).epsilon(1e-5));
+  CHECK(d["loss"] == e["loss"]);
+}
+
+TEST_CASE("train eval: any split of another shard set with the run's tokenizer, and no other") {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/run";
+  REQUIRE(run(base_args(out) + " --steps 4").exit_code == 0);
+  const std::string other = write_learnable_shards(tmp.path() + "/other", 'a', 40);
+  auto r = run(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 0 --threads 1 2>/dev/null");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json e = json::parse(r.output);
+  CHECK(e["split"] == "test");
+  CHECK(e["same_data_as_training"] == false);
+  CHECK(e["split_documents"] == 40);
+  CHECK(e["windows"] == e["split_tokens"].get<int64_t>() / 33);  // --tokens 0: the whole split
+  CHECK(e["split_tokens"] == 40 * 81);
+  CHECK(std::isfinite(e["loss"].get<double>()));
+  // The run's --val-tokens by default, and a request larger than the split is capped, said so.
+  auto capped = run(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 100000 --threads 1");
+  CHECK(capped.exit_code == 0);
+  CHECK_THAT(capped.output, Catch::Contains("--tokens 100000 capped to the split"));
+
+  const std::string foreign = write_learnable_shards(tmp.path() + "/foreign", 'b', 40);
+  auto refused = run(bin("train") + " eval " + out + " --data " + foreign + " --split test");
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Catch::Contains("differs from the one the run was trained with"));
+  auto nosplit = run(bin("train") + " eval " + out + " --split test");  // the run's own data has no test split
+  CHECK(nosplit.exit_code == 1);
+  CHECK_THAT(nosplit.output, Catch::Contains("split 'test' has 0 tokens"));
+}
+
+TEST_CASE("train: the default warmup is capped for a short run, and every cap is stated") {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/short", explicit_out = tmp.path() + "/explicit";
+  const std::string args = bin("train") + " --data " + dataset() +
+                           " --depth 2 --width 32 --head-dim 16 --seq-len 32 --micro-batch 2 --batch-tokens 128"
+                           " --lr 3e-3 --min-lr 3e-4 --threads 1 --peak-flops 1e10 --steps 30 --log-every 10";
+  auto r = run(args + " --out " + out + " --val-tokens 100000000");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string note = "warmup capped at 10% of a 30-step run: 3 steps instead of 2000";
+  CHECK_THAT(r.output, Catch::Contains(note) && Catch::Contains("--val-tokens 100000000 capped to the validation split"));
+  CHECK(r.output.find("is not shorter than the run") == std::string::npos);
+  CHECK_THAT(r.output, Catch::Contains("step 10/30") && Catch::Contains(", ETA "));
+  json s = json::parse(read_file(out + "/summary.json"));
+  REQUIRE(s["caps"].size() == 2);
+  CHECK_THAT(s["caps"][0].get<std::string>(), Catch::StartsWith(note));
+  std::vector<double> lr;
+  for (auto& j : read_jsonl(out + "/metrics.jsonl"))
+    if (j["kind"] == "train") lr.push_back(j["lr"].get<double>());
+  CHECK(lr[2] == Approx(3e-3));  // warmed up after 3 steps
+  CHECK(lr[29] == Approx(3e-4));  // and decayed to --min-lr
+  CHECK(s["config"]["warmup_cap"] == 0.1);
+
+  // Given explicitly, the warmup is the user's: not capped (and warned about, as before).
+  auto e = run(args + " --out " + explicit_out + " --warmup-steps 2000 --val-tokens 1024");
+  CHECK(e.exit_code == 0);
+  CHECK(e.output.find("warmup capped") == std::string::npos);
+  CHECK_THAT(e.output, Catch::Contains("is not shorter than the run"));
+  json se = json::parse(read_file(explicit_out + "/summary.json"));
+  CHECK(se["caps"].empty());
+  CHECK(se["config"]["warmup_cap"] == 0);
+  // A config written before the cap existed (warmup_steps, no warmup_cap) keeps its warmup.
+  TrainConfig old = train_config_from_json(json{{"warmup_steps", 2000}, {"steps", 30}});
+  CHECK(old.warmup() == 2000);
+  CHECK(old.caps().empty());
+  TrainConfig fresh;
+  fresh.steps = 30;
+  CHECK(fresh.warmup() == 3);
+  fresh.warmup_fraction = 0.5;
+  CHECK(fresh.warmup() == 15);
+  CHECK(fresh.caps().empty());
+}
+
+TEST_CASE("train: extending a finished run is refused, saying why and what to do") {
+  TempDir tmp;
+  const std::string out = tmp.path() + "/run";
+  REQUIRE(run(base_args(out) + " --steps 6").exit_code == 0);
+  for (const char* longer : {" --steps 12", " --tokens 1536"}) {
+    auto r = run(base_args(out) + longer);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("cannot be extended or shortened exactly") &&
+                             Catch::Contains("cosine over the whole run's length") &&
+                             Catch::Contains("in another --out"));
+  }
+  // Any other change is still the general refusal.
+  auto other = run(base_args(out) + " --steps 6 --lr 1e-3");
+  CHECK(other.exit_code == 1);
+  CHECK_THAT(other.output, Catch::Contains("the configuration differs"));
+}

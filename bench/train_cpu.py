@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""CPU milliseconds per step of `train` and of the tuned PyTorch reference at one
+thread, for a machine too busy for wall-clock rates (docs/benchmarks.md, the micro-study's
+shapes): CPU time of an N2-step run minus that of an N1-step run, over N2 - N1, so
+start-up (the import of torch, reading shards) cancels; being descheduled costs no CPU
+time. Usage:
+  train --make-synthetic-shards S --synthetic-tokens 3000000 --vocab-size 2048
+  bench/train_cpu.py --bin build/bin --data S --width 16 [--n1 5 --n2 25 --reps 3]
+"""
+import argparse
+import os
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+
+p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+p.add_argument("--bin", default="build/bin")
+p.add_argument("--data", required=True, help="shards with vocabulary 2048")
+p.add_argument("--width", type=int, default=16)
+p.add_argument("--depth", type=int, default=16)
+p.add_argument("--n1", type=int, default=5)
+p.add_argument("--n2", type=int, default=25)
+p.add_argument("--reps", type=int, default=3)
+p.add_argument("--python", default="/usr/bin/python3")
+a = p.parse_args()
+core = subprocess.run([f"{a.bin}/train", "--version"], capture_output=True, text=True).stdout
+core = re.search(r"^BLAS: OpenBLAS ([A-Za-z0-9]+)", core, re.M)  # as bench/train.sh reads it
+core = core.group(1) if core else ""
+tuned = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", MALLOC_MMAP_MAX_="0",
+             MALLOC_TRIM_THRESHOLD_="1073741824", **({"OPENBLAS_CORETYPE": core} if core else {}))
+shape = ["--depth", str(a.depth), "--width", str(a.width), "--head-dim", "16", "--seq-len", "64",
+         "--micro-batch", "32", "--batch-tokens", "2048"]
+
+
+def cpu_seconds(cmd, env=None):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def train(n):
+    out = tempfile.mkdtemp(prefix="train-cpu-")
+    try:
+        return cpu_seconds([f"{a.bin}/train", "--data", a.data, "--out", out, *shape, "--steps", str(n),
+                            "--warmup-steps", "2", "--threads", "1", "--peak-flops", "1e11", "--val-tokens", "65",
+                            "--checkpoint-every", "0", "--log-every", "0"])
+    finally:
+        shutil.rmtree(out)
+
+
+def reference(n):
+    here = os.path.dirname(os.path.abspath(__file__))
+    return cpu_seconds([a.python, f"{here}/train_reference.py", *shape, "--vocab-size", "2048", "--steps", str(n),
+                        "--skip", "1", "--threads", "1", "--peak", "1e11"], tuned)
+
+
+ms = {"train": [], "pt-tuned": []}
+for _ in range(a.reps):
+    for name, run in (("train", train), ("pt-tuned", reference)):
+        ms[name].append((run(a.n2) - run(a.n1)) / (a.n2 - a.n1) * 1000)
+for name, v in ms.items():
+    print(f"{a.depth}Lx{a.width}W {name:<9} CPU ms/step " + " ".join(f"{x:.1f}" for x in v) + f"  best {min(v):.1f}")
+print(f"{a.depth}Lx{a.width}W pt-tuned / train (best of each) = {min(ms['pt-tuned']) / min(ms['train']):.2f}x")
