@@ -26,7 +26,7 @@ std::string slot(const std::string& dir, int gpus, int need) {
 
 }  // namespace
 
-TEST_CASE("gpu-slot: concurrent runs never share a GPU index; a multi-GPU run takes several") {
+TEST_CASE("gpu-slot: concurrent runs never share a GPU index, a multi-GPU run takes several") {
   test::TempDir dir;
   const std::string d = dir.path();
   std::string script = "cd " + d + " && (";
@@ -52,7 +52,7 @@ TEST_CASE("gpu-slot: concurrent runs never share a GPU index; a multi-GPU run ta
   CHECK(triples == 1);
 }
 
-TEST_CASE("gpu-slot: a killed holder releases its GPU; bad arguments are refused") {
+TEST_CASE("gpu-slot: a killed holder releases its GPU, bad arguments are refused") {
   test::TempDir dir;
   const std::string d = dir.path();
   // the holder is exec'd: killing it (SIGKILL, no cleanup) frees the index for the next run

@@ -102,7 +102,7 @@ TEST_CASE("plan: the CPU textbook attention keeps the s² matrix, the fused CPU 
   CHECK(activation_bytes(longer, 4).per_layer - 2 * a.per_layer == 4 * heads * 256 * n * 2);
 }
 
-TEST_CASE("plan: FLOPs, time and GPU-hours of the 7B run; recomputation costs one more block forward") {
+TEST_CASE("plan: FLOPs, time and GPU-hours of the 7B run, recomputation costs one more block forward") {
   Plan p = make_plan(seven_b(8, 1));
   CHECK(p.flops_per_run == Approx(flops_per_token(p.options.model) * double(p.tokens)));
   CHECK(p.flops_per_run > 5e21);  // "the 7B runs alone are ~6e21 FLOPs each"
@@ -164,7 +164,7 @@ TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on seve
   CHECK(j["totals"]["gpu_hours"].get<double>() == Approx(s.gpu_hours + none.gpu_hours));
 }
 
-TEST_CASE("plan: sizes, JSON and the human table; bad options name the flag") {
+TEST_CASE("plan: sizes, JSON and the human table, bad options name the flag") {
   CHECK(parse_byte_size("80GiB") == 80.0 * (1ull << 30));
   CHECK(parse_byte_size("141GB") == 141e9);
   CHECK(parse_byte_size("1e9") == 1e9);
@@ -188,7 +188,7 @@ TEST_CASE("plan: sizes, JSON and the human table; bad options name the flag") {
   CHECK_THROWS_WITH(make_plan(bad), Catch::Contains("--mfu"));
 }
 
-TEST_CASE("plan: read_grid gives each row's train flags; a bad row names its line") {
+TEST_CASE("plan: read_grid gives each row's train flags, a bad row names its line") {
   auto rows = read_grid(test::source("pipelines/grids/paper.grid"));
   REQUIRE(rows.size() == 30);
   CHECK(rows.back().run == "t10-7B-64x2896");

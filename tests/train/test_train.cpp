@@ -466,7 +466,7 @@ bool no_c10d(const test::CommandResult& r) {
 
 }  // namespace
 
-TEST_CASE("train --plan: the state bytes are exactly what train allocates; activations within 25% of the peak") {
+TEST_CASE("train --plan: the state bytes are exactly what train allocates, activations within 25% of the peak") {
   TempDir tmp;
   // accumulation 2: the second micro-batch runs with every gradient allocated
   const std::string shape = " --depth 2 --width 128 --head-dim 32 --seq-len 128 --micro-batch 8 --batch-tokens 2048"
@@ -532,7 +532,7 @@ TEST_CASE("train --plan: plans a 7B run for CUDA on a machine without a GPU, wor
   CHECK(std::count(grid.output.begin(), grid.output.end(), '\n') == 30);
 }
 
-TEST_CASE("train --zero 1: 2 ranks match plain data parallel; moments per rank halve; kill, resume bit-identical") {
+TEST_CASE("train --zero 1: 2 ranks match plain data parallel, moments per rank halve, kill, resume bit-identical") {
   TempDir tmp;
   const std::string opts = " --steps 6 --batch-tokens 256 --micro-batch 2 --checkpoint-every 2";
   const std::string plain = tmp.path() + "/plain", zero = tmp.path() + "/zero", killed = tmp.path() + "/killed",
