@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     std::vector<std::string> fix_specs;
     app.add_option("--fix", fix_specs, "hold a parameter at a value in every law that has it, NAME=VALUE "
-                                       "(e.g. --fix kappa=2.43 to test a published value)");
+                                       "(e.g. --fix kappa=2.43 to test a published value); a law with every parameter held is "
+                                       "evaluated at them, not fitted (no CIs)");
     std::vector<std::string> grid_specs;
     app.add_option("--grid", grid_specs, "multi-start values of a nonlinear parameter, NAME=V1:V2:... "
                                          "(e.g. --grid kappa=1:2:3:4; default grids: docs/formats.md)");

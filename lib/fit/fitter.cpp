@@ -31,6 +31,31 @@ void bounds(const Model& m, VectorXd& lo, VectorXd& hi, bool full) {
   }
 }
 
+// A law whose every parameter is held (--fix) is evaluated, not fitted: its parameter
+// vector is the held values, its objective that of the data at them.
+VectorXd held_parameters(const Model& m) {
+  VectorXd p(m.n_params());
+  for (int j = 0; j < m.n_lin(); ++j) p[j] = m.lin_lo[j];
+  for (int t = 0; t < m.n_nl(); ++t) p[m.n_lin() + t] = m.nl_lo[t];
+  return p;
+}
+
+LMResult evaluate_held(const Model& m, const std::vector<Point>& pts, const FitOptions& o) {
+  LMResult res;
+  res.p = held_parameters(m);
+  VectorXd r;
+  res.evaluations = 1;
+  if (joint_residuals(m, pts, res.p, o.log_space, r, nullptr)) {
+    res.objective = o.objective.total(r);
+    res.converged = true;
+    res.status = kEvaluatedStatus;
+  } else {
+    res.objective = kInf;
+    res.status = "the held parameters give a non-positive prediction (log space)";
+  }
+  return res;
+}
+
 }  // namespace
 
 bool joint_residuals(const Model& m, const std::vector<Point>& pts, const VectorXd& p, bool log_space,
@@ -90,7 +115,9 @@ bool varpro_residuals(const Model& m, const std::vector<Point>& pts, const Vecto
   }
   MatrixXd Pf(n, free_cols.size());
   for (size_t q = 0; q < free_cols.size(); ++q) Pf.col(q) = Phi.col(free_cols[q]);
-  Eigen::ColPivHouseholderQR<MatrixXd> qr(Pf);
+  // Eigen's QR of a matrix without columns crashes: every coefficient held, nothing to solve
+  Eigen::ColPivHouseholderQR<MatrixXd> qr;
+  if (!free_cols.empty()) qr.compute(Pf);
   VectorXd cf = VectorXd::Zero(free_cols.size());
   if (!free_cols.empty()) {
     cf = qr.solve(y);
@@ -110,6 +137,7 @@ bool varpro_residuals(const Model& m, const std::vector<Point>& pts, const Vecto
 
 LMResult fit_from_theta(const Model& m, const std::vector<Point>& pts, const VectorXd& theta0,
                         const FitOptions& o) {
+  if (m.n_free() == 0) return evaluate_held(m, pts, o);
   VectorXd lo, hi;
   bounds(m, lo, hi, false);
   VectorXd theta = theta0;
@@ -151,6 +179,7 @@ LMResult fit_from_theta(const Model& m, const std::vector<Point>& pts, const Vec
 
 LMResult refit(const Model& m, const std::vector<Point>& pts, const std::vector<VectorXd>& starts,
                const FitOptions& o) {
+  if (m.n_free() == 0) return evaluate_held(m, pts, o);
   VectorXd flo, fhi;
   bounds(m, flo, fhi, true);
   auto fj = [&](const VectorXd& pp, VectorXd& rr, MatrixXd* J) {
@@ -252,10 +281,11 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
 
 FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const FitOptions& o) {
   auto starts = start_grid(m);
+  if (m.n_free() == 0) starts.resize(1);  // one evaluation at the held values
   std::vector<LMResult> results(starts.size());
   parallel_for(starts.size(), o.threads, [&](size_t i) { results[i] = fit_from_theta(m, pts, starts[i], o); });
   // polish the best few distinct results with the full iteration budget
-  {
+  if (m.n_free() > 0) {
     std::vector<size_t> idx(results.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
     std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return results[a].objective < results[b].objective; });

@@ -45,6 +45,10 @@ struct FitResult {
   std::vector<std::string> weakly_identified;
 };
 
+// The status of a law whose every parameter is held (--fix): evaluated at the held values,
+// not fitted; fit_from_theta, refit and fit_multistart all return that one evaluation.
+inline constexpr const char* kEvaluatedStatus = "evaluated: every parameter is held (--fix)";
+
 // Residuals in the fitting space, sqrt(weight)-scaled; J = ∂r/∂p when non-null.
 bool joint_residuals(const Model& m, const std::vector<Point>& pts, const Eigen::VectorXd& p,
                      bool log_space, Eigen::VectorXd& r, Eigen::MatrixXd* J);

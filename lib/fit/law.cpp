@@ -282,7 +282,11 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
     const int P = m.n_params();
     auto pnames = m.param_names();
     BootstrapResult boot;
-    if (opt.bootstrap > 0) boot = bootstrap(m, pts, groups, fr, opt.fit, opt.bootstrap, opt.seed);
+    // a law with every parameter held is evaluated, not fitted: resampling would return the
+    // held values B times, so it has no bootstrap and no CIs (LOO and the extrapolation check
+    // still run: they evaluate it out of sample, which is the same evaluation)
+    const bool evaluated = m.n_free() == 0;
+    if (opt.bootstrap > 0 && !evaluated) boot = bootstrap(m, pts, groups, fr, opt.fit, opt.bootstrap, opt.seed);
     std::vector<double> loo;
     if (opt.loo) loo = leave_one_out(m, pts, groups, fr, opt.fit);
     Extrapolation ex = opt.holdout > 0 ? extrapolate(m, pts, opt.fit, opt.holdout) : Extrapolation{};
@@ -340,6 +344,9 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
                               {"ranges", ranges}};
     }
     mj["notes"] = m.notes;
+    if (evaluated)
+      mj["notes"].push_back("evaluated, not fitted: every parameter is held with --fix (objective and metrics at "
+                            "the held values; no confidence intervals, no bootstrap)");
     if (!ident.identified()) {
       mj["notes"].push_back(ident.message());
       loud.push_back(m.name + ": " + ident.message());
@@ -368,6 +375,8 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
                  {"optima", optima},                {"condition_number", num(fr.condition)}};
     mj["bootstrap"] = {{"requested", boot.requested}, {"used", boot.draws.size()}, {"failed", boot.failed},
                        {"not_converged", boot.not_converged}, {"by_group", have_groups}};
+    if (evaluated && opt.bootstrap > 0) mj["bootstrap"]["reason"] = "every parameter is held: nothing to resample";
+    mj["evaluated"] = evaluated;
     json draws = json::array();
     for (const auto& d : boot.draws) {
       json row = json::array();

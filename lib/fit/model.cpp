@@ -280,7 +280,8 @@ std::vector<std::string> fix_parameters(Model& m, const std::vector<std::pair<st
         applied.push_back(name);
       }
   }
-  for (const auto& a : applied) m.fixed.push_back(a);
+  for (const auto& a : applied)  // --fix x=1 --fix x=2: the last value, one held parameter
+    if (std::find(m.fixed.begin(), m.fixed.end(), a) == m.fixed.end()) m.fixed.push_back(a);
   return applied;
 }
 

@@ -99,8 +99,6 @@ Selection select_law(const json& models, const std::map<std::string, FittedLaw>&
       s.warnings.push_back(msg);
     }
   }
-  comp["caveats"] = caveats;
-
   // likelihood-ratio tests: with Φ against without Φ (nested: γ = 0 removes μ and D_crit)
   json lrts = json::array();
   for (const std::string full : {"paper-log", "paper-power"}) {
@@ -108,6 +106,14 @@ Selection select_law(const json& models, const std::map<std::string, FittedLaw>&
     if (a == fitted.end() || b == fitted.end()) continue;
     const double rss1 = a->second.fit.residuals.squaredNorm(), rss0 = b->second.fit.residuals.squaredNorm();
     const int df = a->second.model.n_free() - b->second.model.n_free();
+    if (df <= 0) {
+      // every parameter of Φ held (--fix): the two laws differ by no free parameter, there is
+      // nothing to test (a chi-square with 0 degrees of freedom is no test)
+      const std::string msg = "no LR test " + full + " vs no-phi: every parameter of the depth penalty is held (--fix)";
+      caveats.push_back(msg);
+      s.warnings.push_back(msg);
+      continue;
+    }
     const double lr = (double)n * std::log(rss0 / rss1);
     json t = {{"full", full}, {"reduced", "no-phi"}, {"statistic", num(lr)}, {"df", df},
               {"p_value", num(chi2_sf(std::max(0.0, lr), df))},
@@ -125,6 +131,7 @@ Selection select_law(const json& models, const std::map<std::string, FittedLaw>&
     lrts.push_back(t);
   }
   comp["likelihood_ratio"] = lrts;
+  comp["caveats"] = caveats;
   return s;
 }
 

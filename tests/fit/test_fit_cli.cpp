@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -351,6 +352,48 @@ TEST_CASE("JSONL tables are read with dotted paths, and a bad JSON line names fi
   auto wrong = test::run(fitlaw() + " " + sj);
   CHECK(wrong.exit_code == 1);
   CHECK_THAT(wrong.output, Catch::Contains("expected \"shapelaw.summary\""));
+}
+
+TEST_CASE("a law with every parameter held by --fix is evaluated, not fitted (it crashed before)") {
+  test::TempDir dir;
+  std::string csv = dir.path() + "/t.csv", out = dir.path() + "/fit.json";
+  write(csv, small_csv());
+  auto r = test::run(fitlaw() + " " + csv + " -m kaplan,paper-log,no-phi --fix A=20 --fix alpha=0.1 --fix B_T=0.5" +
+                     " --fix gamma=0.1 --fix kappa=2 --fix mu=0.5" + kQuick + "-o " + out);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  json j = json::parse(read_file(out));
+  // kaplan at the held values, by hand: N = 12*D*W^2 (no parameter column), RMSE in loss units
+  const std::vector<std::tuple<double, double, double>> rows = {
+      {2, 256, 4.30}, {4, 256, 4.10}, {8, 512, 3.62}, {16, 512, 3.44},
+      {8, 1024, 3.40}, {16, 1024, 3.13}, {8, 1536, 3.10}, {16, 1536, 3.05}};
+  double ss = 0;
+  for (auto [D, W, L] : rows) {
+    const double f = 20.0 / std::pow(12 * D * W * W, 0.1);
+    ss += (f - L) * (f - L);
+  }
+  std::map<std::string, json> by_name;
+  for (const auto& m : j["models"]) by_name[m["name"]] = m;
+  for (const char* name : {"kaplan", "paper-log", "no-phi"}) {
+    INFO(name);
+    REQUIRE(by_name.count(name));
+    const json& m = by_name[name];
+    CHECK(m["evaluated"] == true);
+    CHECK(m["metrics"]["k"] == 0);
+    CHECK(m["fit"]["status"] == "evaluated: every parameter is held (--fix)");
+    CHECK(m["bootstrap"]["used"] == 0);
+    CHECK(m["bootstrap"]["reason"] == "every parameter is held: nothing to resample");
+    CHECK(m["bootstrap_draws"].empty());
+  }
+  CHECK(by_name["kaplan"]["metrics"]["rmse"].get<double>() == Approx(std::sqrt(ss / rows.size())).epsilon(1e-9));
+  CHECK(by_name["kaplan"]["params"]["A"]["estimate"] == 20.0);
+  // the LOO prediction of a law with nothing to fit is its prediction
+  CHECK(by_name["kaplan"]["metrics"]["loo_rmse"].get<double>() ==
+        Approx(by_name["kaplan"]["metrics"]["rmse"].get<double>()).epsilon(1e-12));
+  // Φ and no-phi differ by no free parameter: no LR test, said so
+  CHECK(j["comparison"]["likelihood_ratio"].empty());
+  CHECK_THAT(r.output, Catch::Contains("no LR test paper-log vs no-phi: every parameter of the depth penalty is held"));
+  CHECK_THAT(r.output, Catch::Contains("evaluated, not fitted"));
 }
 
 TEST_CASE("remaining bad-input paths: empty table, empty directory, unmatched glob, bad --fix and --compute-range, unfittable data") {
