@@ -177,14 +177,16 @@ $(results)/fit.json: $(summaries) $(results)/fit.args
 	@mkdir -p $(@D)
 	fit-law $(fit_args) $(summaries) $(dcrit_opt) -o $@ --predictions $(results)/predictions.csv --format markdown > $(results)/fit.md
 
-# The fitted law's D_crit comes from its best model with a depth penalty; a fit in
-# which no such model could be fitted (e.g. depth does not vary) gets a note instead.
+# The fitted law's D_crit comes from its best model with a depth penalty, and only its D_crit
+# (--dcrit-only: a law fitted on small models gives no verdict, redesign or ΔL for flagships;
+# those come from the paper's constants); a fit in which no such model could be fitted (e.g.
+# depth does not vary) gets a note instead.
 $(results)/audit.md: $(results)/fit.json $(results)/audit.args
 	audit examples/flagship-models.csv --law paper-log $(AUDIT_ARGS) -o $(results)/audit-paper-constants.md
 	@model=$$(jq -r '.selected_phi_model // empty' $<); \
 	if [ -n "$$model" ]; then \
-	  echo "audit examples/flagship-models.csv --law $< --model $$model $(AUDIT_ARGS) -o $@"; \
-	  audit examples/flagship-models.csv --law $< --model $$model $(AUDIT_ARGS) -o $@; \
+	  echo "audit examples/flagship-models.csv --law $< --model $$model --dcrit-only $(AUDIT_ARGS) -o $@"; \
+	  audit examples/flagship-models.csv --law $< --model $$model --dcrit-only $(AUDIT_ARGS) -o $@; \
 	else \
 	  echo "_No law with a critical depth was fitted (see the fitted laws: skipped or not identifiable models), so there is no fitted D_crit to audit with._" > $@; \
 	fi

@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
     app.add_option("--tolerance", ao.tolerance, "stated vs counted parameters: relative tolerance")->capture_default_str();
     app.add_flag("--allow-degenerate-law", ao.allow_degenerate,
                  "with a fit record whose capacity term is non-positive (A <= 0): compute ΔL anyway (refused by default)");
+    app.add_flag("--dcrit-only", ao.dcrit_only,
+                 "only the law's D_crit (95% CI, extrapolation flags): no verdict, redesign or ΔL (how the study report "
+                 "quotes a law fitted on small models)");
 
     CheckOptions co;
     std::vector<std::string> tables;

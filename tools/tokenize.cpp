@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   std::string model_path;
   auto* train_cmd = app.add_subcommand("train-model", "train a BPE model from JSON-lines documents (.jsonl, .jsonl.zst, dirs)");
   train_cmd->add_option("inputs", train_inputs, "corpus files or directories ('-' = stdin)")->required();
-  train_cmd->add_option("-o,--model", model_path, "output model file (e.g. tokenizer.model)")->required();
+  train_cmd->add_option("-o,--model", model_path, "output model file (e.g. tokenizer.model; '-' = stdout)")->required();
   train_cmd->add_option("--vocab-size", train.vocab_size, "vocabulary size (the paper: 50257)")->capture_default_str();
   train_cmd->add_option("--character-coverage", train.character_coverage, "sentencepiece character coverage")->capture_default_str();
   train_cmd->add_option("--byte-fallback", train.byte_fallback, "unknown characters become byte pieces")->capture_default_str();
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   return tool_main("tokenize", [&] {
     if (*train_cmd) {
+      refuse_binary_on_terminal(model_path, "pipe it into a file or use -o FILE");
       auto r = train_bpe_model(train_inputs, model_path, train);
       if (!train.quiet)
         std::fprintf(stderr, "tokenize: %s: vocab %d, %llu documents, %llu of %llu lines sampled%s, sha256 %s\n",

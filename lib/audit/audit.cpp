@@ -67,10 +67,15 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
   rep.kind = "models";
   rep.header.push_back("Law: " + law.description + ".");
   if (!law.ci_label.empty()) rep.header.push_back("Intervals (95%): " + law.ci_label + ".");
-  rep.header.push_back("Verdict on r = D/D_crit: r ≤ 1 within D_crit; 1 < r ≤ " + fixed(o.verdict.near, 2) +
+  rep.meta["dcrit_only"] = o.dcrit_only;
+  if (o.dcrit_only)
+    rep.header.push_back("D_crit only (--dcrit-only): no verdict, redesign or ΔL is derived from this law.");
+  else
+    rep.header.push_back("Verdict on r = D/D_crit: r ≤ 1 within D_crit; 1 < r ≤ " + fixed(o.verdict.near, 2) +
                        " near D_crit; " + fixed(o.verdict.near, 2) + " < r ≤ " + fixed(o.verdict.far, 2) +
                        " over-deep; r > " + fixed(o.verdict.far, 2) + " far over-deep.");
-  rep.header.push_back(std::string("Redesign: D' = round(D_crit), W' from N = 12·D'·W'² rounded to a multiple of ") +
+  if (!o.dcrit_only)
+    rep.header.push_back(std::string("Redesign: D' = round(D_crit), W' from N = 12·D'·W'² rounded to a multiple of ") +
                        std::to_string(o.multiple) + ", N = " +
                        (o.n_counted ? "counted non-embedding parameters (active for MoE)" : "12·D·W² of the original") +
                        "; ΔL = L(redesign) − L(original) at equal tokens: " + law.loss_note + ".");
@@ -96,7 +101,7 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
                          "\"outside the fit's data\").");
   }
   rep.meta["loss_refused"] = law.loss_refused.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(law.loss_refused);
-  if (!law.loss_refused.empty())
+  if (!law.loss_refused.empty() && !o.dcrit_only)
     rep.warnings.push_back(o.allow_degenerate ? "ΔL computed although " + law.loss_refused.substr(0, law.loss_refused.find(" (--allow")) +
                                                     " (--allow-degenerate-law)"
                                               : "no ΔL: " + law.loss_refused);
@@ -111,6 +116,7 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
   t.title = "Depth audit";
   t.columns = {"model", "kind", "D", "W", "params stated", "params counted", "D_crit [95% CI]",
                "D/D_crit [95% CI]", "verdict", "redesign D'×W'", "N'/N", "ΔL nats [95% CI]", "outside the fit's data"};
+  if (o.dcrit_only) t.columns = {"model", "kind", "D", "W", "params counted", "D_crit [95% CI]", "outside the fit's data"};
   for (const auto& m : models) {
     AuditRow r = audit_model(m, law, o);
     const Arch& a = m.arch;
@@ -190,26 +196,36 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
         outside = "extrapolated: " + outside;
       }
     }
-    t.add({a.name, m.kind, std::to_string(a.depth), std::to_string(a.width), stated, counted,
-           with_ci(r.dcrit, opt(r.dcrit_ci, true), opt(r.dcrit_ci, false), 1),
-           with_ci(r.ratio, opt(r.ratio_ci, true), opt(r.ratio_ci, false), 2), verdict_text, rd, nratio, dl, outside},
-          std::move(j));
-    if (m.stated_params > 0 && std::fabs(r.count_diff) > o.tolerance)
+    const std::string dcrit_text = with_ci(r.dcrit, opt(r.dcrit_ci, true), opt(r.dcrit_ci, false), 1);
+    if (o.dcrit_only) {
+      for (const char* derived : {"ratio", "ratio_ci95", "verdict", "verdict_ci_crosses", "redesign", "delta_loss",
+                                  "delta_loss_ci95", "delta_loss_refused", "dcrit_paper_log", "dcrit_paper_tau",
+                                  "verdict_paper_log", "verdict_paper_tau"})
+        j.erase(derived);
+      t.add({a.name, m.kind, std::to_string(a.depth), std::to_string(a.width), counted, dcrit_text, outside},
+            std::move(j));
+    } else {
+      t.add({a.name, m.kind, std::to_string(a.depth), std::to_string(a.width), stated, counted, dcrit_text,
+             with_ci(r.ratio, opt(r.ratio_ci, true), opt(r.ratio_ci, false), 2), verdict_text, rd, nratio, dl, outside},
+            std::move(j));
+    }
+    // the count checks belong to the full audit (the paper-constants table shows them)
+    if (!o.dcrit_only && m.stated_params > 0 && std::fabs(r.count_diff) > o.tolerance)
       t.notes.push_back(a.name + ": stated " + human_count(m.stated_params) + " vs counted " +
                         human_count(static_cast<double>(r.count.total)) + " (" + fixed(100 * r.count_diff, 1) + "%)" +
                         (m.count_note.empty() ? "" : ": " + m.count_note));
-    if (a.is_moe() && m.stated_active > 0) {
+    if (!o.dcrit_only && a.is_moe() && m.stated_active > 0) {
       double da = m.stated_active / static_cast<double>(r.count.active_total) - 1.0;
       if (std::fabs(da) > o.tolerance)
         t.notes.push_back(a.name + ": stated " + human_count(m.stated_active) + " active vs counted " +
                           human_count(static_cast<double>(r.count.active_total)) + " (" + fixed(100 * da, 1) + "%)");
     }
-    if (a.is_moe() && r.redesign)
+    if (a.is_moe() && r.redesign && !o.dcrit_only)
       t.notes.push_back(a.name + ": MoE; the redesign keeps " +
                         std::string(o.n_counted ? "the active non-embedding parameters" : "12·D·W² (the dense trunk)") +
                         " and ignores the experts");
   }
-  if (!models.empty())
+  if (!models.empty() && !o.dcrit_only)
     t.notes.push_back(
         "The paper's two forms (D_crit = 2.43·ln W vs τ = 2.06·W^0.44) give different verdicts for " +
         std::to_string(flips.size()) + " of " + std::to_string(models.size()) + " models" +
@@ -221,8 +237,9 @@ Report audit_report(const std::vector<ModelEntry>& models, const Law& law, const
         " JSON rows carry dcrit_paper_log/dcrit_paper_tau and both verdicts; `audit laws` tabulates the forms.");
   if (n_outside > 0)
     rep.warnings.push_back(std::to_string(n_outside) + " of " + std::to_string(models.size()) +
-                           " models lie outside the data the law was fitted on: their D_crit, verdict and redesign "
-                           "extrapolate the fitted law (column \"outside the fit's data\" says by how far)");
+                           " models lie outside the data the law was fitted on: their D_crit" +
+                           (o.dcrit_only ? std::string("") : ", verdict and redesign") +
+                           " extrapolate the fitted law (column \"outside the fit's data\" says by how far)");
   rep.tables.push_back(std::move(t));
   return rep;
 }

@@ -19,6 +19,9 @@ struct AuditOptions {
   int64_t multiple = 128;   // redesign width multiple
   double tolerance = 0.02;  // stated vs counted parameters
   bool allow_degenerate = false;  // compute ΔL even from a law whose loss predictions are refused
+  // --dcrit-only: the law's D_crit (with its CI and the extrapolation flags) and nothing derived
+  // from it: no verdict, redesign or ΔL. For a law fitted on small models, quoted about large ones.
+  bool dcrit_only = false;
 };
 
 struct AuditRow {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "records/versioned_json.h"
 #include "shards/shard_file.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -60,18 +61,16 @@ TokenDataset TokenDataset::open(const std::string& path) {
   try {
     dataset.manifest_ = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(located(manifest_path, 0, std::string("invalid JSON: ") + e.what()));
+    throw Error(located(manifest_path, 0, std::string("not valid JSON: ") + e.what()));
   }
   const auto& m = dataset.manifest_;
+  records::check_versioned(m, manifest_path, kManifestFormat, kManifestVersion);
   auto field = [&](const nlohmann::json& object, const char* key) -> const nlohmann::json& {
     if (!object.is_object() || !object.contains(key))
       throw Error(located(manifest_path, 0, std::string("missing field '") + key + "'"));
     return object.at(key);
   };
-  if (m.value("format", "") != "shapelaw.shards")
-    throw Error(located(manifest_path, 0, "not a shapelaw shard manifest (field 'format')"));
-  if (field(m, "version").get<int>() != 1)
-    throw Error(located(manifest_path, 0, "unsupported manifest version (field 'version')"));
+  field(m, "version");  // required here (check_versioned accepts a record without one)
   const auto& tokenizer = field(m, "tokenizer");
   uint32_t vocab = field(tokenizer, "vocab_size").get<uint32_t>();
   uint32_t eos = field(tokenizer, "eos_id").get<uint32_t>();

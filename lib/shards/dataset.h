@@ -38,6 +38,10 @@ class TokenSplit {
   uint64_t total_tokens_ = 0, total_documents_ = 0;
 };
 
+// manifest.json's record kind, checked on reading by records::check_versioned.
+inline constexpr const char* kManifestFormat = "shapelaw.shards";
+inline constexpr int kManifestVersion = 1;
+
 // A shard directory: manifest.json plus the shard files it lists.
 class TokenDataset {
  public:

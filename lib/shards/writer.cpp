@@ -8,6 +8,7 @@
 
 #include <zstd.h>
 
+#include "shards/dataset.h"
 #include "shards/shard_file.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
@@ -206,8 +207,8 @@ nlohmann::json ShardSetWriter::finish(const nlohmann::json& extra_provenance) {
   impl_->finished = true;
   const ShardOptions& o = impl_->options;
   nlohmann::json manifest = {
-      {"format", "shapelaw.shards"},
-      {"version", 1},
+      {"format", kManifestFormat},
+      {"version", kManifestVersion},
       {"token_width", impl_->tokenizer.vocab_size <= 65536 ? 2 : 4},
       {"frame_tokens", o.frame_tokens},
       {"shard_tokens", o.shard_tokens},

@@ -7,7 +7,7 @@
 
 #include <sentencepiece_trainer.h>
 
-#include "util/atomic_file.h"
+#include "util/output.h"
 #include "util/error.h"
 #include "util/progress.h"
 #include "util/sha256.h"
@@ -100,7 +100,7 @@ BpeTrainingResult train_bpe_model(const std::vector<std::string>& inputs, const 
                   " pieces from it; lower --vocab-size or train on more text");
     throw Error("sentencepiece training failed: " + message);
   }
-  write_file_atomic(model_path, serialized);
+  write_output(model_path, serialized);  // "-": stdout
   result.model_sha256 = sha256_hex(serialized);
   return result;
 }

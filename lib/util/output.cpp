@@ -42,7 +42,7 @@ void write_output(const std::string& path, const std::string& text) {
 }
 
 void refuse_binary_on_terminal(const std::string& path, const std::string& hint) {
-  if (path == "-" && ::isatty(1)) throw Error("refusing to write binary tokens to a terminal: " + hint);
+  if (path == "-" && ::isatty(1)) throw Error("refusing to write binary data to a terminal: " + hint);
 }
 
 }  // namespace shapelaw

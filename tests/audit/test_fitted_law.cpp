@@ -107,6 +107,40 @@ TEST_CASE("a fitted law with a non-positive capacity term gives no loss differen
   CHECK(json::parse(fine.output.substr(fine.output.find('{')))["tables"][0]["rows"][0]["delta_loss"].is_number());
 }
 
+TEST_CASE("audit --dcrit-only quotes the fitted law's D_crit with its extrapolation flags and nothing derived from it") {
+  test::TempDir dir;
+  const std::string fit = dir.path() + "/fit.json", models = dir.path() + "/models.csv";
+  test::write_text(fit, small_fit(-1.5).dump());  // A <= 0: even the ΔL refusal is moot
+  test::write_text(models, "name,depth,width,vocab\ninside,4,32,2048\nwide,12,2048,32000\n");
+  auto j = test::run(audit() + " " + models + " --law " + fit + " --dcrit-only --format json");
+  INFO(j.output);
+  REQUIRE(j.exit_code == 0);
+  const json rep = json::parse(j.output.substr(j.output.find('{')));
+  CHECK(rep["meta"]["dcrit_only"] == true);
+  const json& rows = rep["tables"][0]["rows"];
+  REQUIRE(rows.size() == 2);
+  // kappa = 1: D_crit = ln W
+  CHECK(rows[1]["dcrit"].get<double>() == Approx(std::log(2048.0)));
+  CHECK(rows[1]["extrapolation"]["W"].get<double>() == Approx(2048.0 / 64));
+  for (const auto& row : rows)
+    for (const char* derived : {"ratio", "verdict", "redesign", "delta_loss", "delta_loss_refused", "verdict_paper_log"})
+      CHECK(!row.contains(derived));
+  // the only warning is the extrapolation, said without verdict or redesign
+  REQUIRE(rep["warnings"].size() == 1);
+  CHECK(rep["warnings"][0] == "1 of 2 models lie outside the data the law was fitted on: their D_crit extrapolate the "
+                              "fitted law (column \"outside the fit's data\" says by how far)");
+  auto md = test::run(audit() + " " + models + " --law " + fit + " --dcrit-only 2>/dev/null");
+  CHECK_THAT(md.output, Catch::Contains("| model | kind | D | W | params counted | D_crit [95% CI] | outside the fit's data |"));
+  CHECK_THAT(md.output, Catch::Contains("D_crit only (--dcrit-only)"));
+  CHECK_THAT(md.output, !Catch::Contains("| verdict |") && !Catch::Contains("ΔL nats") && !Catch::Contains("redesign D'") &&
+                           !Catch::Contains("Verdict on r") && !Catch::Contains("**Warning:** no ΔL"));
+  auto csv = test::run(audit() + " " + models + " --law " + fit + " --dcrit-only --format csv 2>/dev/null");
+  const CsvTable t = parse_csv(csv.output, "stdout");
+  CHECK(t.column({"dcrit"}) >= 0);
+  CHECK(t.column({"verdict"}) < 0);
+  CHECK(t.column({"delta_loss"}) < 0);
+}
+
 TEST_CASE("fit-law's record carries its data range and the N it chose, and audit reads them") {
   test::TempDir dir;
   std::string csv = dir.path() + "/runs.csv";

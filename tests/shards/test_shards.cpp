@@ -208,7 +208,13 @@ TEST_CASE("a directory without manifest is refused as unfinished") {
   test::TempDir dir;
   CHECK_THROWS_WITH(TokenDataset::open(dir.path()), Catch::Contains("no shard manifest"));
   test::write_text(dir.path() + "/manifest.json", "{\"format\": \"other\"}");
-  CHECK_THROWS_WITH(TokenDataset::open(dir.path()), Catch::Contains("not a shapelaw shard manifest"));
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()),
+                    Catch::Contains("manifest.json: field 'format': expected \"shapelaw.shards\", got \"other\""));
+  test::write_text(dir.path() + "/manifest.json", "{\"format\": \"shapelaw.shards\", \"version\": 2}");
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()),
+                    Catch::Contains("manifest.json: field 'version': 2 is newer than this tool understands (at most 1)"));
+  test::write_text(dir.path() + "/manifest.json", "{\"format\": \"shapelaw.shards\"}");
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()), Catch::Contains("missing field 'version'"));
 }
 
 TEST_CASE("token ids outside the vocabulary are rejected") {

@@ -377,6 +377,13 @@ TEST_CASE("tokenize train-model on a tiny corpus works, or says the vocabulary i
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("trainer_interface") == std::string::npos);
   CHECK(run(bin("tokenize") + " encode -q -m " + model + " " + tiny + " -o " + f.dir.path() + "/tiny.tok").exit_code == 0);
+  // -o - is stdout: the same model bytes as a file, and no file named '-'
+  test::TempDir cwd;
+  REQUIRE(run(bin("tokenize") + " train-model " + tiny + " --vocab-size 300 --threads 1 -q -o " + model + "1").exit_code == 0);
+  REQUIRE(run("cd " + cwd.path() + " && " + bin("tokenize") + " train-model " + tiny +
+              " --vocab-size 300 --threads 1 -q -o - > " + model + "-stdout").exit_code == 0);
+  CHECK(test::read_text(model + "-stdout") == test::read_text(model + "1"));
+  CHECK_FALSE(fs::exists(cwd.path() + "/-"));
   r = run(bin("tokenize") + " train-model " + tiny + " --vocab-size 4096 -q -o " + model + "2");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("is too small for --vocab-size 4096") &&
