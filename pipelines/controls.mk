@@ -82,7 +82,12 @@ all controls: $(CONTROLS_REPORT)/README.md
 # Arm grids for scripts/study-grid (which expands each row's --lr list into runs R-lr<value>);
 # written under make -n too (+), so that a dry run can show the runs.
 fixed_grid := $(if $(FIXED_STUDY),$(CONTROLS)/sp-fixed.grid)
-grid_deps := $(CONTROLS_GRID) pipelines/controls.mk scripts/controls-grid
+# the arm grids' inputs as a stamp: another CONTROLS_GRID (an older file, say) or other
+# lists rewrite them, whatever the files' times
+include pipelines/stamps.mk
+$(call sync_stamp,$(CONTROLS)/grids.args,$(CONTROLS_GRID) $(FIXED_FROM_GRID) $(FIXED_STUDY) $(FIXED_LR) sp: $(SP_LRS) \
+  / $(SP_DEFAULT_LRS) completep: $(CP_LRS) / $(CP_DEFAULT_LRS))
+grid_deps := $(CONTROLS_GRID) $(CONTROLS)/grids.args pipelines/controls.mk scripts/controls-grid
 lrs_opt = $(if $(strip $(1)),--lrs "$(strip $(1))") --default-lrs "$(strip $(2))"
 $(CONTROLS)/sp-fixed.grid: $(grid_deps) $(FIXED_FROM_GRID)
 	+@mkdir -p $(@D); scripts/controls-grid fixed $(CONTROLS_GRID) --from $(FIXED_FROM_GRID) > $@.tmp && mv $@.tmp $@
