@@ -447,6 +447,14 @@ TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a 
   r = run(make("-n -f pipelines/controls.mk DATA=" + data + " CONTROLS_GRID=" + grid));
   CHECK(r.output.find("train --out " + data + "/micro/study/runs/w16-d4 ") != std::string::npos);
   CHECK(r.output.find("sp-fixed/runs") == std::string::npos);
+  // a grid row without runs is refused by the report, not passed over
+  const std::string more = dir.path() + "/more.grid";
+  test::write_text(more, test::read_text(grid) + "w16-d8 8 16\n");
+  r = run("cd " + test::source("") + " && PATH=" + test::bin("") + ":$PATH scripts/make-controls-report --controls " +
+          controls + " --grid " + more + " --out " + dir.path() + "/report-more 2>&1");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains(more + ":8: row w16-d8 has no sp runs"));
+  CHECK_FALSE(fs::exists(dir.path() + "/report-more"));
   // a typo in an arm list names the grid's file and line before anything runs
   test::write_text(grid, "w16-d1 1 16 sp=1e-3,x\nw32-d1 1 32\n");
   r = run(make(vars));
