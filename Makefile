@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
-.PHONY: all deps build test fast controls refit bench-data bench-train bench-fit refit-paper clean help
+.PHONY: all deps build test fast controls controls-equal-n refit bench-data bench-train bench-fit refit-paper clean help
 
 # An explicit -j1 here reaches the study (a sub-make would otherwise pick its own default).
 study_jobs = $(if $(filter -j1,$(MAKEFLAGS)),STUDY_JOBS=1)
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-fit    fit-law timings"
 	@echo "make fast         the micro pipeline at FAST=1 (three tiny runs, every stage)"
 	@echo "make controls     the controls study: SP at tuned LRs and CompleteP (pipelines/controls.mk)"
+	@echo "make controls-equal-n   the same plus an equal-parameter depth sweep (report-controls-equal-n/)"
 	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
 	@echo "make refit-paper  refit the paper's own tables with fit-law"
 	@echo "make clean        remove $(BUILD)/"
@@ -55,6 +56,8 @@ fast: build
 # the controls study (tuned learning rates, CompleteP): runs in parallel, one thread each
 controls: build
 	$(MAKE) -j $(JOBS) -f pipelines/controls.mk
+controls-equal-n: build
+	$(MAKE) -j $(JOBS) -f pipelines/controls.mk equal-n
 
 refit: build
 	$(MAKE) -f pipelines/refit.mk

@@ -32,6 +32,8 @@ TOKENIZER_SAMPLE_LINES ?= 10000000
 TRAIN_INPUTS ?= $(SLIMPAJAMA_DIR)/train
 VALIDATION_FRACTION ?= 0.0005
 
+# (before the layouts below: `train --plan-grid` runs at parse time, from build/bin)
+include pipelines/tools.mk
 include pipelines/stamps.mk
 .DEFAULT_GOAL := all
 tokenizer := $(PAPER)/tokenizer.model
@@ -69,12 +71,14 @@ gpus_found := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 GPUS ?= $(if $(filter-out 0,$(gpus_found)),$(gpus_found),8)
 GPU_MEMORY ?= 80GiB
 PLAN_ARGS ?=
-plan_command = train $(PAPER_TRAIN_ARGS) --vocab-size $(VOCAB) --plan-grid $(GRID) --plan-gpus $(GPUS) \
-  --gpu-memory $(GPU_MEMORY) $(PLAN_ARGS)
+# The plan is of the runs the grid expands into (seeds, swept and per-row lr lists: every
+# run costs its own GPU-hours), each laid out by its own flags.
+include pipelines/grid.mk
+plan_command = train $(PAPER_TRAIN_ARGS) --vocab-size $(VOCAB) --plan-grid <(scripts/study-grid expand $(GRID) $(grid_expand_opts)) \
+  --plan-gpus $(GPUS) --gpu-memory $(GPU_MEMORY) $(PLAN_ARGS)
 # One word per run, RUN:GPUS:FITS:FLAG,FLAG,... A failure stops make here: a run's flags
 # are part of its identity (its stamp), and must never silently lose the layout.
-comma := ,
-layouts := $(shell $(plan_command) --format make 2>&1 || echo PLAN-FAILED)
+layouts := $(shell $(with_path) $(plan_command) --format make 2>&1 || echo PLAN-FAILED)
 ifneq ($(filter PLAN-FAILED,$(layouts)),)
 $(error paper.mk: the runs' layouts come from `$(plan_command)`, which failed (build train and put it on PATH): $(filter-out PLAN-FAILED,$(layouts)))
 endif

@@ -41,7 +41,8 @@ SHELL := /bin/bash
 include pipelines/tools.mk
 include pipelines/stamps.mk
 # (the data stage alone, `make -f pipelines/micro.mk data`, needs no trainer)
-$(if $(filter-out data,$(or $(MAKECMDGOALS),all)),$(call require_tools,train probe-grads fit-law audit jq gnuplot))
+study_goals := $(filter-out data,$(or $(MAKECMDGOALS),all))
+$(if $(study_goals),$(call require_tools,train probe-grads fit-law audit jq gnuplot))
 
 LAUNCH ?=
 RUN_PREFIX ?=
@@ -76,12 +77,8 @@ report := $(REPORT_DIR)
 # The grid, read once (scripts/study-grid plan): it stops make here on any error,
 # before a stamp is touched. Each run is one word, "run^NAME^DEPTH^WIDTH^COST^FLAGS...",
 # most expensive first (the order make starts them in); "swept^KEY" per swept flag.
-comma := ,
-empty :=
-space := $(empty) $(empty)
-grid_opts := --train-args '$(strip $(TRAIN_ARGS) $(TRAIN_EXTRA))' $(if $(strip $(SEEDS)),--seeds '$(strip $(SEEDS))') \
-  $(if $(strip $(LRS)),--sweep lr=$(subst $(space),$(comma),$(strip $(LRS)))) $(foreach s,$(SWEEP),--sweep $(s)) \
-  $(if $(LENIENT),--lenient)
+include pipelines/grid.mk
+grid_opts := --train-args '$(strip $(TRAIN_ARGS) $(TRAIN_EXTRA))' $(grid_expand_opts) $(if $(LENIENT),--lenient)
 grid_plan := $(shell $(with_path) scripts/study-grid plan $(GRID) $(grid_opts) | tr ' ' '^')
 ifeq ($(filter ok,$(grid_plan)),)
 $(error $(GRID): the grid has errors (above); nothing was run)
@@ -117,10 +114,14 @@ audit: $(results)/audit.md
 train_command = $(LAUNCH) train --out $(runs_dir)/$(1) --run-id $(1) $(TRAIN_ARGS) $(TRAIN_EXTRA) $(call run_flags,$(1)) \
   --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER)
 
+# Only a make that goes past the data stage syncs them: `make data` under other settings
+# (a sub-make of make controls TOKENS=..., say) must never wipe this study's runs.
+ifneq ($(study_goals),)
 $(foreach r,$(runs),$(call sync_stamp,$(runs_dir)/$(r)/train.args,$(call train_command,$(r)),$(r)))
 $(call sync_stamp,$(results)/probe.args,$(PROBE_ARGS) $(PROBE_FROM) $(PROBE_LOG_STEP))
 $(call sync_stamp,$(results)/fit.args,$(fit_args) $(dcrit_opt))
 $(call sync_stamp,$(results)/audit.args,$(AUDIT_ARGS))
+endif
 
 # The runs this make will train (a changed stamp has already wiped its run), for the
 # progress lines: "NAME:DEPTH:WIDTH:COST", in start order.

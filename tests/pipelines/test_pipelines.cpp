@@ -92,6 +92,27 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
   CHECK_THAT(r.output, Catch::Contains(" NO "));
 }
 
+TEST_CASE("make -n on the paper's controls shows every arm's runs, laid out, and the plan counts a sweep's runs") {
+  test::TempDir dir;
+  const std::string paper = dir.path() + "/paper";
+  auto r = run(make("-n -f pipelines/controls.mk PAPER=1 PAPER_DIR=" + paper + " SLIMPAJAMA_DIR=" + dir.path() +
+                    "/slimpajama GPUS=8"));
+  INFO(r.output.substr(r.output.size() > 3000 ? r.output.size() - 3000 : 0));
+  REQUIRE(r.exit_code == 0);
+  // 30 configurations x 3 learning rates, per parameterization; arm 1 is SP's 3e-4 slice
+  CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls/sp/runs/") == 90);
+  CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls/completep/runs/") == 90);
+  CHECK(count_lines_containing(r.output, "--param completep --depth-alpha 1 --base-width 256 --base-depth 2 --depth") == 90);
+  CHECK_THAT(r.output, Catch::Contains("torchrun --no-python --nproc-per-node=8 train --out " + paper +
+                                       "/controls/sp/runs/t10-7B-64x2896-lr3e-4 "));
+  CHECK(r.output.find(" 1/study") == std::string::npos);  // PAPER=1 is the switch, not paper.mk's directory
+  // the plan of a swept grid: every run its own GPU-hours
+  r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=8 LRS='1e-4 3e-4'"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_lines_starting(r.output, "t9-2x256-lr") == 2);
+  CHECK_THAT(r.output, Catch::Contains("60/60"));
+}
+
 TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only what changed") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data";
@@ -365,24 +386,32 @@ TEST_CASE("a run's losses do not depend on how many runs make runs at once") {
   CHECK(compared == 3);
 }
 
-TEST_CASE("make controls: three arms, best-of-lr selection, a report, and nothing rerun") {
+TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a report, and nothing rerun") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data", grid = dir.path() + "/controls.grid";
   write_corpus(data, 11);
-  test::write_text(grid, "# tiny\nw16-d1 1 16\nw16-d2 2 16\nw16-d4 4 16\nw32-d1 1 32\nw32-d2 2 32\nw32-d4 4 32\n");
+  // w16-d1 carries its own lists; the other rows get the default lists
+  test::write_text(grid, "# tiny\nw16-d1 1 16 sp=1e-3,3e-3,1e-2 completep=3e-3,1e-2,3e-2\nw16-d2 2 16\nw16-d4 4 16\n"
+                         "w32-d1 1 32\nw32-d2 2 32\nw32-d4 4 32\n");
   const std::string vars = "-f pipelines/controls.mk DATA=" + data + " CONTROLS_GRID=" + grid + " CONTROLS_REPORT=" +
-                           dir.path() + "/report TOKENS=4096 VOCAB=400 SP_LRS='1e-3 3e-3' CP_LRS='1e-2 3e-2' " +
-                           "FIT_ARGS='-B 10 --no-loo --no-profile'";
+                           dir.path() + "/report TOKENS=4096 VOCAB=400 SP_DEFAULT_LRS='1e-3 3e-3' " +
+                           "CP_DEFAULT_LRS='1e-2 3e-2' FIT_ARGS='-B 10 --no-loo --no-profile'";
   auto r = run(make("-j2 " + vars));
   INFO(r.output.substr(r.output.size() > 4000 ? r.output.size() - 4000 : 0));
   REQUIRE(r.exit_code == 0);
-  const std::string report = dir.path() + "/report";
-  CHECK(count_lines_starting(test::read_text(data + "/micro/controls/sp/grid"), "w16-d2-lr3e-3 2 16 --lr 3e-3") == 1);
-  CHECK(count_lines_starting(test::read_text(data + "/micro/controls/completep/grid"), "w32-d4-lr1e-2 4 32 --lr 1e-2") == 1);
-  // every run once per arm and lr: 6 rows x 2 lrs x 2 parameterizations
-  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "sp\t") == 12);
-  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "completep\t") == 12);
-  nlohmann::json s = nlohmann::json::parse(test::read_text(data + "/micro/controls/completep/runs/w32-d4-lr3e-2/summary.json"));
+  const std::string report = dir.path() + "/report", controls = data + "/micro/controls";
+  // SP's 3e-3 runs are arm 1's (TOKENS= is overridden, so in controls/sp-fixed, not the default study)
+  CHECK(count_lines_starting(test::read_text(controls + "/sp-fixed.grid"), "w16-d2 2 16") == 1);
+  CHECK(count_lines_starting(test::read_text(controls + "/sp/grid"), "w16-d1 1 16 --lr 1e-3,1e-2") == 1);
+  CHECK(count_lines_starting(test::read_text(controls + "/sp/grid"), "w16-d2-lr1e-3 2 16 --lr 1e-3") == 1);
+  CHECK(count_lines_starting(test::read_text(controls + "/completep/grid"), "w32-d4 4 32 --lr 1e-2,3e-2") == 1);
+  CHECK(fs::exists(controls + "/sp-fixed/runs/w16-d4/summary.json"));
+  CHECK(!fs::exists(data + "/micro/study/runs"));
+  CHECK(!fs::exists(controls + "/sp/runs/w16-d4-lr3e-3"));
+  // every run once per arm and lr: SP 6 fixed + 1 + 1 + 5, CompleteP 3 + 5 x 2
+  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "sp\t") == 13);
+  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "completep\t") == 13);
+  nlohmann::json s = nlohmann::json::parse(test::read_text(controls + "/completep/runs/w32-d4-lr3e-2/summary.json"));
   CHECK(s["param"] == "completep");
   CHECK(s["config"]["lr"] == 3e-2);
   CHECK(s["config"]["min_lr_ratio"] == 0.1);
@@ -402,13 +431,33 @@ TEST_CASE("make controls: three arms, best-of-lr selection, a report, and nothin
   CHECK(tuned == 6);
   CHECK(cp == 6);
   CHECK(count_lines_starting(test::read_text(report + "/excess.tsv"), "sp-tuned\t") == 2);  // per width
+  // w16-d1's SP values: its own list of three
+  CHECK(count_lines_starting(test::read_text(report + "/runs.tsv"), "sp\tw16-d1\t") == 3);
   const std::string readme = test::read_text(report + "/README.md");
   CHECK_THAT(readme, Catch::Contains("## Verdict") && Catch::Contains("**SP, lr 3e-3**") &&
-                         Catch::Contains("**CompleteP, best base lr**") && Catch::Contains("tokens per parameter"));
+                         Catch::Contains("**CompleteP, best base lr**") && Catch::Contains("tokens per parameter") &&
+                         Catch::Contains("sp-fixed"));
   for (const char* png : {"ucurves.png", "best-lr.png", "lr-transfer.png", "ucurves.pdf"})
     CHECK(fs::exists(report + "/" + png));
   CHECK(fs::exists(report + "/fits/completep.json"));
   // finished runs are never retrained
   r = run(make("-n " + vars));
   CHECK(r.output.find("train --out") == std::string::npos);
+  // with nothing overridden, arm 1 is the default study itself (make -n changes nothing)
+  r = run(make("-n -f pipelines/controls.mk DATA=" + data + " CONTROLS_GRID=" + grid));
+  CHECK(r.output.find("train --out " + data + "/micro/study/runs/w16-d4 ") != std::string::npos);
+  CHECK(r.output.find("sp-fixed/runs") == std::string::npos);
+  // a grid row without runs is refused by the report, not passed over
+  const std::string more = dir.path() + "/more.grid";
+  test::write_text(more, test::read_text(grid) + "w16-d8 8 16\n");
+  r = run("cd " + test::source("") + " && PATH=" + test::bin("") + ":$PATH scripts/make-controls-report --controls " +
+          controls + " --grid " + more + " --out " + dir.path() + "/report-more 2>&1");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains(more + ":8: row w16-d8 has no sp runs"));
+  CHECK_FALSE(fs::exists(dir.path() + "/report-more"));
+  // a typo in an arm list names the grid's file and line before anything runs
+  test::write_text(grid, "w16-d1 1 16 sp=1e-3,x\nw32-d1 1 32\n");
+  r = run(make(vars));
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains(grid + ":1:") && Catch::Contains("sp=1e-3,x"));
 }
