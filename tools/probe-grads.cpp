@@ -17,6 +17,7 @@
 #include "util/build_info.h"
 #include "util/cpu_runtime.h"
 #include "util/error.h"
+#include "util/output.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
     measure->add_option("--device", mo.device, "cpu | cuda[:N]")->capture_default_str();
     measure->add_option("--precision", mo.precision, "fp32 | bf16 (cuda; default fp32, replay: the run's)");
     measure->add_option("--threads", mo.threads, "CPU intra-op threads (0: all cores)")->capture_default_str();
-    measure->add_option("--out,-o", measure_out, "output directory (default: RUN/grad_probe/step_<STEP>)");
+    measure->add_option("--out,-o", measure_out, "output directory (default: RUN/grad_probe/step_<STEP>; two files, so not '-')");
     measure->add_flag("--quiet,-q", quiet, "no table on stdout");
 
     // fit
@@ -117,16 +118,16 @@ int main(int argc, char** argv) {
     fit->add_option("--min-r2", fo.min_r2, "flag fits below this R^2 as poor_fit")->capture_default_str();
     fit->add_option("--confidence", fo.confidence, "confidence level of the intervals")->capture_default_str()
         ->check(CLI::Range(0.5, 0.9999));
-    fit->add_option("--out,-o", fit_out, "grad_fit.json path (default: next to the profile)");
+    fit->add_option("--out,-o", fit_out, "grad_fit.json path (default: next to the profile; '-': stdout, instead of the report)");
     fit->add_option("--format", format, "stdout: text | json")->check(CLI::IsMember({"text", "json"}));
 
     // summarize
     std::vector<std::string> sum_in;
-    std::string sum_out;
+    std::string sum_out = "-";
     SummarizeOptions so;
     auto* summarize = app.add_subcommand("summarize", "gather grad_fit.json files into one tau table for fit-law --tau");
     summarize->add_option("inputs", sum_in, "grad_fit.json files or directories searched for them")->required();
-    summarize->add_option("--out,-o", sum_out, "CSV path (default: stdout)");
+    summarize->add_option("--out,-o", sum_out, "CSV path ('-' = stdout, the default)")->capture_default_str();
     summarize->add_option("--step", so.step, "keep only fits of this step");
     summarize->add_flag("--only-valid", so.only_valid, "drop runs without a finite positive tau (still warned about)");
 
@@ -141,6 +142,9 @@ int main(int argc, char** argv) {
     }
 
     if (measure->parsed()) {
+      if (is_stdout(measure_out))
+        throw Error("measure --out -: measure writes a directory (grad_profile.csv and grad_profile.json), not one "
+                    "file; give a directory (the table on stdout is the profile)");
       GradProfile p = measure_gradients(mo);
       const long long step = p.meta["step"].get<long long>();
       std::string out = measure_out.empty()
@@ -183,8 +187,10 @@ int main(int argc, char** argv) {
       DecayFit f = fit_decay(norms, se, fo);
       nlohmann::json record = fit_record(p, component, f, fo, profile_path);
       const std::string out = fit_out.empty() ? out_dir + "/grad_fit.json" : fit_out;
-      write_file_atomic(out, record.dump(2) + "\n");
-      if (format == "json") {
+      write_output(out, record.dump(2) + "\n");
+      if (is_stdout(out)) {
+        // the record is stdout: no report after it
+      } else if (format == "json") {
         std::cout << record.dump(2) << "\n";
       } else {
         const std::string pct = fmt("%.0f", 100 * fo.confidence);
@@ -206,18 +212,15 @@ int main(int argc, char** argv) {
         for (auto& s : f.flags) flags += (flags.empty() ? "" : ", ") + s;
         std::fprintf(stderr, "probe-grads: flags: %s\n", flags.c_str());
       }
-      std::fprintf(stderr, "probe-grads: wrote %s\n", out.c_str());
+      if (!is_stdout(out)) std::fprintf(stderr, "probe-grads: wrote %s\n", out.c_str());
       return 0;
     }
 
     SummaryTable t = summarize_fits(sum_in, so);
     for (const auto& w : t.warnings) std::fprintf(stderr, "probe-grads: warning: %s\n", w.c_str());
-    if (sum_out.empty()) {
-      std::cout << t.csv;
-    } else {
-      write_file_atomic(sum_out, t.csv);
+    write_output(sum_out, t.csv);
+    if (!is_stdout(sum_out))
       std::fprintf(stderr, "probe-grads: %d row(s) from %zu file(s) -> %s\n", t.rows, t.files.size(), sum_out.c_str());
-    }
     return 0;
   });
 }

@@ -87,7 +87,7 @@ GradProfile average_norms(const std::vector<std::vector<ComponentNorm>>& per_bat
     r.norm_sd = k > 1 ? std::sqrt(var / (k - 1)) : 0.0;
     p.rows.push_back(r);
   }
-  p.meta = {{"format", "shapelaw.grad_profile"}, {"version", 1}, {"depth", depth}, {"batches", int(k)}};
+  p.meta = {{"format", kGradProfileFormat}, {"version", kGradProfileVersion}, {"depth", depth}, {"batches", int(k)}};
   compute_ratios(p);
   return p;
 }

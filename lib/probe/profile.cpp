@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "records/versioned_json.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -134,18 +135,7 @@ GradProfile read_profile(const std::string& path) {
   meta_path = (fs::path(csv_path).parent_path() / "grad_profile.json").string();
   if (fs::path(csv_path).parent_path().empty()) meta_path = "grad_profile.json";
   GradProfile p;
-  if (fs::exists(meta_path)) {
-    try {
-      p.meta = json::parse(read_file(meta_path));
-    } catch (const json::exception& e) {
-      throw Error(located(meta_path, 0, std::string("not valid JSON: ") + e.what()));
-    }
-    if (!p.meta.is_object() || p.meta.value("format", "") != "shapelaw.grad_profile")
-      throw Error(located(meta_path, 0, "not a grad profile (expected \"format\": \"shapelaw.grad_profile\")"));
-    if (p.meta.value("version", 0) > 1)
-      throw Error(located(meta_path, 0, "grad profile version " + p.meta["version"].dump() +
-                                            " is newer than this probe-grads understands (1)"));
-  }
+  if (fs::exists(meta_path)) p.meta = records::read_versioned_json(meta_path, kGradProfileFormat, kGradProfileVersion);
   if (!fs::exists(csv_path)) throw Error(located(csv_path, 0, "no such file"));
   std::istringstream in(read_file(csv_path));
   std::string line;
@@ -215,7 +205,7 @@ GradProfile profile_from_train_log(const std::string& path, long long step) {
   p.rows = it->second;
   const int D = p.depth();
   // train logs step s with the weights after s-1 updates (the gradient of step s)
-  p.meta = {{"format", "shapelaw.grad_profile"}, {"version", 1},      {"source", "train-log"},
+  p.meta = {{"format", kGradProfileFormat}, {"version", kGradProfileVersion},      {"source", "train-log"},
             {"train_log", path},                  {"log_step", step}, {"step", step - 1},
             {"depth", D},                         {"batches", 1}};
   // width and run id from the run's summary.json / latest checkpoint when next to the log
@@ -240,7 +230,7 @@ GradProfile profile_from_train_log(const std::string& path, long long step) {
 
 json fit_record(const GradProfile& p, const std::string& component, const DecayFit& fit,
                 const DecayFitOptions& o, const std::string& profile_path) {
-  json j = {{"format", "shapelaw.grad_fit"}, {"version", 1}};
+  json j = {{"format", kGradFitFormat}, {"version", kGradFitVersion}};
   for (const char* k : {"run_id", "run_dir", "depth", "width", "step", "source", "batches", "batch_size", "seed",
                         "split", "data_manifest_sha256"})
     if (p.meta.contains(k)) j[k] = p.meta[k];

@@ -11,6 +11,12 @@
 
 namespace shapelaw::probe {
 
+// The two probe-grads records, checked on reading by records::read_versioned_json.
+inline constexpr const char* kGradProfileFormat = "shapelaw.grad_profile";  // grad_profile.json
+inline constexpr int kGradProfileVersion = 1;
+inline constexpr const char* kGradFitFormat = "shapelaw.grad_fit";  // grad_fit.json
+inline constexpr int kGradFitVersion = 1;
+
 struct ProfileRow {
   int layer = 0;          // 0..D-1 blocks; -1 embedding; D final_norm / head
   std::string component;  // attn | mlp | norm | block | embedding | final_norm | head

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/profile.h"
+#include "records/versioned_json.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -57,16 +58,7 @@ SummaryTable summarize_fits(const std::vector<std::string>& inputs, const Summar
   std::vector<Row> rows;
   std::map<std::tuple<std::string, long long, std::string>, std::string> seen;
   for (const auto& path : t.files) {
-    json j;
-    try {
-      j = json::parse(read_file(path));
-    } catch (const json::exception& e) {
-      throw Error(located(path, 0, std::string("not valid JSON: ") + e.what()));
-    }
-    if (!j.is_object() || j.value("format", "") != "shapelaw.grad_fit")
-      throw Error(located(path, 0, "not a grad fit (expected \"format\": \"shapelaw.grad_fit\")"));
-    if (j.value("version", 0) > 1)
-      throw Error(located(path, 0, "grad_fit version " + j["version"].dump() + " is newer than this tool (1)"));
+    json j = records::read_versioned_json(path, kGradFitFormat, kGradFitVersion);
     Row r;
     r.run = j.value("run_id", fs::path(path).parent_path().filename().string());
     r.component = j.value("component", "block");

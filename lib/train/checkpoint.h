@@ -17,7 +17,11 @@ namespace shapelaw {
 // (step, directory). Empty if there are none.
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir);
 
-// The checkpoint's state.json (step, tokens, cursor, config, ...); throws Error.
+inline constexpr const char* kCheckpointFormat = "shapelaw.checkpoint";
+inline constexpr int kCheckpointVersion = 1;
+
+// The checkpoint's state.json (step, tokens, cursor, config, ...), format and version checked
+// by records::read_versioned_json; throws Error (also without a COMPLETE marker).
 nlohmann::json read_checkpoint_state(const std::string& checkpoint_dir);
 
 // The model of a checkpoint, on device, in eval mode; its ModelConfig is taken from

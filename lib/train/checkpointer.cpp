@@ -9,6 +9,7 @@
 #include <set>
 
 #include "compat/torch_compat.h"
+#include "records/versioned_json.h"
 #include "train/checkpoint.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -84,12 +85,7 @@ bool Checkpointer::resume(Transformer& model, Optimizer& optimizer, const torch:
   auto ckpts = complete();
   if (ckpts.empty()) return false;
   const std::string dir = ckpts.back().second;
-  json state;
-  try {
-    state = json::parse(read_file(dir + "/state.json"));
-  } catch (const json::exception& e) {
-    throw Error(dir + "/state.json: " + e.what());
-  }
+  const json state = read_checkpoint_state(dir);
   auto diffs = config_differences(state.at("binding_config"), id.binding_config, id.binding_defaults);
   if (state.contains("param_groups") && state["param_groups"] != id.param_groups)
     diffs.push_back("param_groups: checkpoint " + state["param_groups"].dump() + ", now " + id.param_groups.dump());
@@ -173,8 +169,8 @@ void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& 
   std::vector<torch::Tensor> rng{compat::cpu_rng_state()};
   if (device.is_cuda()) rng.push_back(compat::cuda_rng_state(device));
   torch_save(rng, tmp + "/rng.pt");
-  json state = {{"format", "shapelaw.checkpoint"},
-                {"version", 1},
+  json state = {{"format", kCheckpointFormat},
+                {"version", kCheckpointVersion},
                 {"step", st.step},
                 {"tokens", st.tokens},
                 {"cursor", {{"epoch", st.cursor.epoch}, {"index", st.cursor.index}}},
@@ -212,17 +208,9 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 }
 
 json read_checkpoint_state(const std::string& checkpoint_dir) {
-  const std::string path = checkpoint_dir + "/state.json";
   if (!fs::exists(checkpoint_dir + "/COMPLETE"))
     throw Error(checkpoint_dir + ": not a complete checkpoint (no COMPLETE marker)");
-  try {
-    json state = json::parse(read_file(path));
-    if (state.value("format", "") != "shapelaw.checkpoint") throw Error(path + ": not a shapelaw checkpoint");
-    if (state.value("version", 0) > 1) throw Error(path + ": checkpoint version newer than this build");
-    return state;
-  } catch (const json::exception& e) {
-    throw Error(path + ": " + e.what());
-  }
+  return records::read_versioned_json(checkpoint_dir + "/state.json", kCheckpointFormat, kCheckpointVersion);
 }
 
 Transformer load_checkpoint_model(const std::string& checkpoint_dir, const torch::Device& device) {

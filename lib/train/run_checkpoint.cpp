@@ -13,14 +13,6 @@ using json = nlohmann::json;
 
 namespace {
 
-json read_json(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw Error(located(path, 0, std::string("not valid JSON: ") + e.what()));
-  }
-}
-
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) + "…" : h; }
 
 }  // namespace
@@ -68,13 +60,7 @@ CheckpointRef locate_checkpoint(const std::string& run, long long step) {
     }
   }
   if (ref.run_dir.empty()) ref.run_dir = ".";
-  ref.state = read_json(ref.dir + "/state.json");
-  if (ref.state.value("format", "") != "shapelaw.checkpoint")
-    throw Error(located(ref.dir + "/state.json", 0, "not a shapelaw checkpoint (format " +
-                                                        ref.state.value("format", std::string("missing")) + ")"));
-  if (ref.state.value("version", 0) > 1)
-    throw Error(located(ref.dir + "/state.json", 0, "checkpoint version " + ref.state["version"].dump() +
-                                                        " is newer than this build reads (1)"));
+  ref.state = read_checkpoint_state(ref.dir);
   if (!ref.state.contains("config") || !ref.state.contains("step"))
     throw Error(located(ref.dir + "/state.json", 0, "lacks \"config\" or \"step\""));
   return ref;

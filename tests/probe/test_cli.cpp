@@ -181,6 +181,17 @@ TEST_CASE("probe-grads: measure on validation batches then fit then summarize") 
   CHECK(g["fit"]["weighted"] == true);
   CHECK(g.contains("tau"));
   CHECK(g["fit"]["slope"].is_number());
+  {
+    // -o - is stdout: the record itself (no report after it), and no file named '-'
+    TempDir cwd;
+    auto so = run("cd " + cwd.path() + " && " + bin("probe-grads") + " fit " + dir + " --exclude-last 0 -o - 2>/dev/null");
+    REQUIRE(so.exit_code == 0);
+    CHECK(json::parse(so.output) == g);
+    CHECK_FALSE(fs::exists(cwd.path() + "/-"));
+    auto mo = run(bin("probe-grads") + " measure " + f.run + " --step 4 -o -");
+    CHECK(mo.exit_code == 1);
+    CHECK(mo.output.find("measure writes a directory") != std::string::npos);
+  }
 
   auto s = run(bin("probe-grads") + " summarize " + f.run + " -o " + f.dir.path() + "/tau.csv");
   INFO(s.output);
@@ -188,6 +199,9 @@ TEST_CASE("probe-grads: measure on validation batches then fit then summarize") 
   std::string csv = read_file(f.dir.path() + "/tau.csv");
   CHECK(csv.rfind("run,depth,width,step,tau,tau_lo,tau_hi,r2,dcrit,", 0) == 0);
   CHECK(csv.find("\nd3w32,3,32,4,") != std::string::npos);
+  // '-' (the default) is stdout: the same table
+  CHECK(run(bin("probe-grads") + " summarize " + f.run + " -o - 2>/dev/null").output == csv);
+  CHECK(run(bin("probe-grads") + " summarize " + f.run + " 2>/dev/null").output == csv);
 }
 
 TEST_CASE("probe-grads: bad input gets one clear message and a non-zero exit") {
@@ -214,6 +228,23 @@ TEST_CASE("probe-grads: bad input gets one clear message and a non-zero exit") {
   CHECK(inc.exit_code == 1);
   CHECK(one_line(inc.output));
   CHECK(inc.output.find("incompatible checkpoint") != std::string::npos);
+
+  // a checkpoint written by a newer train: refused by the one versioned-record check
+  const std::string newer = f.dir.path() + "/newer";
+  fs::create_directories(newer + "/checkpoints");
+  fs::copy(f.run + "/checkpoints/step_000000000002", newer + "/checkpoints/step_000000000002",
+           fs::copy_options::recursive);
+  {
+    const std::string state = newer + "/checkpoints/step_000000000002/state.json";
+    json s = json::parse(read_file(state));
+    s["version"] = 2;
+    write_text(state, s.dump());
+  }
+  auto nv = run(pg + " measure " + newer);
+  CHECK(nv.exit_code == 1);
+  CHECK(one_line(nv.output));
+  CHECK_THAT(nv.output, Catch::Contains("step_000000000002/state.json: field 'version': 2 is newer than this tool "
+                                        "understands (at most 1)"));
 
   auto tok = run(pg + " measure " + f.run + " --data " + f.other_tokenizer);
   CHECK(tok.exit_code == 1);

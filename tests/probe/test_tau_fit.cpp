@@ -184,6 +184,16 @@ TEST_CASE("profile files: CSV and metadata round-trip and train logs convert") {
   CHECK(se[1] == Approx(0.1));  // sd / sqrt(4 batches)
   CHECK_THROWS_WITH(component_series(q, "mlp", norms, se), Catch::Contains("no 'mlp' norm for layer 0"));
   CHECK_THROWS_WITH(read_profile(tmp.path()), Catch::Contains("no grad_profile.csv"));
+  // a newer grad_profile.json is refused by the one versioned-record check
+  json newer = q.meta;
+  newer["version"] = 2;
+  write_text(tmp.path() + "/prof/grad_profile.json", newer.dump());
+  CHECK_THROWS_WITH(read_profile(tmp.path() + "/prof"),
+                    Catch::Contains("grad_profile.json: field 'version': 2 is newer than this tool understands (at most 1)"));
+  newer["format"] = "shapelaw.grad_fit";
+  write_text(tmp.path() + "/prof/grad_profile.json", newer.dump());
+  CHECK_THROWS_WITH(read_profile(tmp.path() + "/prof"),
+                    Catch::Contains("field 'format': expected \"shapelaw.grad_profile\", got \"shapelaw.grad_fit\""));
 
   write_text(tmp.path() + "/grad_norms.csv",
              "step,layer,component,norm\n3,-1,embedding,1\n3,0,block,1\n3,1,block,2\n7,0,block,0.5\n7,1,block,2\n");
@@ -236,6 +246,15 @@ TEST_CASE("summarize: the tau table round-trips into fit-law tau-power and tau-l
   write_file_atomic(tmp.path() + "/tau.csv", valid.csv);
   only.step = 999;
   CHECK(summarize_fits({tmp.path() + "/runs"}, only).rows == 0);
+  {
+    // a grad_fit.json of a newer version is refused, naming the file
+    make_directories(tmp.path() + "/newer/r");
+    json rec = fit_record(flat, "block", fit_decay({2, 1.5, 1.2, 1}, {}, DecayFitOptions()), DecayFitOptions(), "x");
+    rec["version"] = 2;
+    write_file_atomic(tmp.path() + "/newer/r/grad_fit.json", rec.dump());
+    CHECK_THROWS_WITH(summarize_fits({tmp.path() + "/newer"}, SummarizeOptions()),
+                      Catch::Contains("r/grad_fit.json: field 'version': 2 is newer than this tool understands (at most 1)"));
+  }
 
   auto r = run(bin("fit-law") + " --tau --no-loo -B 0 --format json " + tmp.path() + "/tau.csv");
   INFO(r.output);
