@@ -103,6 +103,21 @@ struct Group {
     gloo->allgather(out, in)->wait();
 #endif
   }
+  // out = the sum over ranks of rank_piece's slice `rank` of in (in: world equal pieces).
+  // NCCL reduce-scatters: each rank receives only its piece, so ZeRO's reduce-scatter plus
+  // all-gather moves as many bytes as plain data parallel's all-reduce. Gloo (LibTorch
+  // 1.13 has no reduce-scatter there) all-reduces the whole of in and keeps the piece.
+  void reduce_scatter(at::Tensor& out, at::Tensor& in, int rank) {
+#ifdef SHAPELAW_HAVE_NCCL
+    if (nccl) return (void)nccl->_reduce_scatter_base(out, in)->wait();
+#endif
+#ifdef SHAPELAW_HAVE_GLOO
+    std::vector<at::Tensor> all{in};
+    gloo->allreduce(all)->wait();
+    out.copy_(in.slice(0, int64_t(rank) * out.numel(), int64_t(rank + 1) * out.numel()));
+#endif
+    (void)rank;
+  }
 };
 
 // Gradients are flattened into buckets of about 25 MB, each all-reduced in one call.
@@ -274,6 +289,29 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& params, to
 #endif
 }
 
+namespace {
+#ifdef SHAPELAW_HAVE_C10D
+// ZeRO's collectives go over the flattened tensors (train/flat_params.h) in chunks of
+// about 25 MB per rank: fn(offset, len) for each chunk [offset, offset + len) of a shard.
+template <typename Fn>
+void for_each_shard_chunk(int64_t shard, int world, Fn fn) {
+  const int64_t chunk = std::max<int64_t>(1, kBucketBytes / int64_t(sizeof(float)) / world);
+  for (int64_t offset = 0; offset < shard; offset += chunk) fn(offset, std::min(chunk, shard - offset));
+}
+
+// Copies between rank r's piece [r*shard + offset, + len) of the flattened tensors and
+// buffer (into the buffer, or back); the last rank's piece may run past the end: padding.
+void copy_piece(const std::vector<torch::Tensor>& data, int64_t total, int64_t shard, int r, int64_t offset,
+                int64_t len, const torch::Tensor& buffer, bool into_buffer) {
+  const int64_t begin = std::min(total, int64_t(r) * shard + offset), end = std::min(total, begin + len);
+  for_each_flat_piece(data, begin, end, [&](torch::Tensor piece, int64_t at, size_t) {
+    auto slot = buffer.slice(0, at, at + piece.numel());
+    into_buffer ? slot.copy_(piece) : piece.copy_(slot);
+  });
+}
+#endif
+}  // namespace
+
 void Distributed::all_gather_shards(const std::vector<torch::Tensor>& params, int64_t shard) const {
   if (!group) return;
 #ifdef SHAPELAW_HAVE_C10D
@@ -282,29 +320,49 @@ void Distributed::all_gather_shards(const std::vector<torch::Tensor>& params, in
   std::vector<torch::Tensor> data;
   for (auto& p : params) data.push_back(p.detach());
   const int64_t total = total_numel(data);
-  const int64_t chunk = std::max<int64_t>(1, kBucketBytes / int64_t(sizeof(float)) / world);
   const auto options = data.front().options();
-  for (int64_t offset = 0; offset < shard; offset += chunk) {
-    const int64_t len = std::min(chunk, shard - offset);
-    // each rank's piece of this chunk (the last rank's may run past the parameters: padding)
-    auto pack = [&](int r, torch::Tensor& buffer, bool into_buffer) {
-      const int64_t begin = std::min(total, int64_t(r) * shard + offset), end = std::min(total, begin + len);
-      for_each_flat_piece(data, begin, end, [&](torch::Tensor piece, int64_t at, size_t) {
-        auto slot = buffer.slice(0, at, at + piece.numel());
-        into_buffer ? slot.copy_(piece) : piece.copy_(slot);
-      });
-    };
+  for_each_shard_chunk(shard, world, [&](int64_t offset, int64_t len) {
     std::vector<at::Tensor> in{torch::zeros({len}, options)};
-    pack(rank, in[0], true);
+    copy_piece(data, total, shard, rank, offset, len, in[0], true);
     std::vector<std::vector<at::Tensor>> out(1);
     for (int r = 0; r < world; ++r) out[0].push_back(torch::empty({len}, options));
     g->allgather(out, in);
     for (int r = 0; r < world; ++r)
-      if (r != rank) pack(r, out[0][size_t(r)], false);
-  }
+      if (r != rank) copy_piece(data, total, shard, r, offset, len, out[0][size_t(r)], false);
+  });
 #else
   (void)params;
   (void)shard;
+#endif
+}
+
+void Distributed::reduce_scatter_gradients(const std::vector<torch::Tensor>& grads, int64_t shard) const {
+  if (!group) return;  // one rank: its gradients are their own average
+#ifdef SHAPELAW_HAVE_C10D
+  torch::NoGradGuard no_grad;
+  auto* g = static_cast<Group*>(group.get());
+  const int64_t total = total_numel(grads);
+  const auto options = grads.front().options();
+  for_each_shard_chunk(shard, world, [&](int64_t offset, int64_t len) {
+    // every rank's piece of this chunk side by side, as reduce-scatter wants them
+    torch::Tensor in = torch::zeros({int64_t(world) * len}, options), out = torch::empty({len}, options);
+    for (int r = 0; r < world; ++r)
+      copy_piece(grads, total, shard, r, offset, len, in.slice(0, int64_t(r) * len, int64_t(r + 1) * len), true);
+    g->reduce_scatter(out, in, rank);
+    out.div_(double(world));
+    copy_piece(grads, total, shard, rank, offset, len, out, false);
+  });
+#else
+  (void)grads;
+  (void)shard;
+#endif
+}
+
+void Distributed::sum_over_ranks(torch::Tensor& t) const {
+  if (!group) return;
+#ifdef SHAPELAW_HAVE_C10D
+  std::vector<at::Tensor> v{t};
+  static_cast<Group*>(group.get())->allreduce(v);
 #endif
 }
 

@@ -31,6 +31,14 @@ struct Distributed {
   // params (train/flat_params.h); afterwards every rank holds all of them. Gathered in
   // buckets of about 25 MB per rank.
   void all_gather_shards(const std::vector<torch::Tensor>& params, int64_t shard) const;
+  // ZeRO: this rank's slice [rank*shard, (rank+1)*shard) of the flattened gradients
+  // replaced, in place, by its average over the ranks (the rest keep this rank's own,
+  // unaveraged values). NCCL reduce-scatters: each rank receives only its slice, so with
+  // the all-gather of the parameters a step moves as many bytes as one all-reduce. Gloo
+  // (LibTorch 1.13 has no reduce-scatter there) all-reduces each chunk and keeps the slice.
+  void reduce_scatter_gradients(const std::vector<torch::Tensor>& grads, int64_t shard) const;
+  // t, in place, summed over the ranks
+  void sum_over_ranks(torch::Tensor& t) const;
   // Sum of value over the ranks (a barrier that also agrees on a count, e.g. of failures).
   int64_t sum(int64_t value, const torch::Device& device) const;
 };

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/alignment.h>  // gAlignment (1.13 and 2.x; 2.x no longer includes it from CPUAllocator.h)
 #include <c10/core/impl/alloc_cpu.h>
 
 #include "compat/torch_compat.h"

@@ -1,5 +1,6 @@
 #include "train/optimizer.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "model/parameterization.h"
@@ -8,7 +9,18 @@
 
 namespace shapelaw {
 
-Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c, const Distributed& dist) {
+namespace {
+
+double global_grad_norm(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> sq;
+  for (auto& p : params)
+    if (p.grad().defined()) sq.push_back(p.grad().to(torch::kFloat32).norm().square());
+  return sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
+}
+
+}  // namespace
+
+Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c, const Distributed& dist) : dist_(&dist) {
   const Multipliers m = parameterization_multipliers(c.model);
   std::vector<std::vector<torch::Tensor>> tensors;
   std::vector<torch::Tensor> in_order;
@@ -52,6 +64,16 @@ void Optimizer::set_lr(double base_lr) {
   auto& param_groups = adamw_->param_groups();
   for (size_t g = 0; g < param_groups.size(); ++g)
     static_cast<torch::optim::AdamWOptions&>(param_groups[g].options()).lr(base_lr * groups_[g].lr_mult);
+}
+
+double Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum, bool full) {
+  if (!sharded_ || full) {
+    dist_->average_gradients(params, loss_sum);
+    return global_grad_norm(params);
+  }
+  dist_->sum_over_ranks(loss_sum);
+  loss_sum.div_(double(dist_->world));
+  return sharded_->reduce_gradients();
 }
 
 void Optimizer::step(double clip_scale) {

@@ -31,6 +31,10 @@ class Optimizer {
  public:
   Optimizer(TransformerImpl& model, const TrainConfig& config, const Distributed& dist = Distributed::single());
   void set_lr(double base_lr);
+  // The gradients averaged over the data-parallel ranks, and their global norm: all of
+  // them all-reduced, or with ZeRO each rank's own slice reduce-scattered, unless `full`
+  // (a probe step reads every layer's gradient). loss_sum is averaged too.
+  double reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum, bool full);
   void step(double clip_scale);  // gradients times clip_scale, one AdamW step
   const std::vector<OptimizerGroup>& groups() const { return groups_; }
   nlohmann::json groups_json() const;  // summary.json "param_groups", checked on resume
@@ -46,6 +50,7 @@ class Optimizer {
   std::vector<OptimizerGroup> groups_;
   std::unique_ptr<torch::optim::AdamW> adamw_;
   std::unique_ptr<ShardedAdamW> sharded_;
+  const Distributed* dist_;
 };
 
 }  // namespace shapelaw

@@ -48,13 +48,6 @@ void debug_kill(const char* where, int64_t step) {
   std::raise(SIGKILL);
 }
 
-double global_grad_norm(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> sq;
-  for (auto& p : params)
-    if (p.grad().defined()) sq.push_back(p.grad().to(torch::kFloat32).norm().square());
-  return sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
-}
-
 // One optimizer step's forward/backward over `accum` micro-batches: gradients of the
 // mean loss in .grad; returns the sum of the micro-batch losses. Timings go into rec.
 torch::Tensor accumulate_gradients(Transformer& model, Prefetcher& prefetch, const std::vector<torch::Tensor>& params,
@@ -285,9 +278,9 @@ int run_impl(const TrainConfig& given) {
       optimizer.set_lr(rec.lr);
       torch::Tensor loss_sum = accumulate_gradients(model, prefetch, params, cfg, accum, rd, st.cursor, rec);
       const auto t_opt = Clock::now();
-      dist.average_gradients(params, loss_sum);
+      const bool probe_now = probe_steps.count(st.step + 1) > 0;
+      rec.grad_norm = optimizer.reduce_gradients(params, loss_sum, /*full=*/probe_now);
       rec.loss = loss_sum.item<double>() / double(accum);
-      rec.grad_norm = global_grad_norm(params);
       if (!std::isfinite(rec.loss) || !std::isfinite(rec.grad_norm)) {
         auto kept = checkpointer.complete();
         throw Error("non-finite " + std::string(std::isfinite(rec.loss) ? "gradient norm" : "loss") + " at step " +
@@ -295,7 +288,7 @@ int run_impl(const TrainConfig& given) {
                     fmt("%g", rec.grad_norm) + ", lr " + fmt("%g", rec.lr) + "); stopped. Last good checkpoint: " +
                     (kept.empty() ? std::string("none") : kept.back().second) + " (untouched)");
       }
-      if (probe_steps.count(st.step + 1) && leader)
+      if (probe_now && leader)
         for (auto& r : component_grad_norms(*model)) metrics.grad_norm(st.step + 1, r.layer, r.component, r.norm);
       const bool clip = cfg.grad_clip > 0 && rec.grad_norm > cfg.grad_clip;
       optimizer.step(clip ? cfg.grad_clip / (rec.grad_norm + 1e-6) : 1.0);

@@ -15,9 +15,9 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardS
   if (params_.empty() || params_.size() != settings_.size())
     throw Error("ZeRO optimizer: one group setting per parameter tensor is needed");
   total_ = total_numel(params_);
-  const int64_t shard = (total_ + dist_.world - 1) / dist_.world;
-  begin_ = std::min(total_, int64_t(dist_.rank) * shard);
-  end_ = std::min(total_, begin_ + shard);
+  shard_ = (total_ + dist_.world - 1) / dist_.world;
+  begin_ = std::min(total_, int64_t(dist_.rank) * shard_);
+  end_ = std::min(total_, begin_ + shard_);
   auto options = params_.front().options().dtype(torch::kFloat32).requires_grad(false);
   m_ = torch::zeros({end_ - begin_}, options);
   v_ = torch::zeros({end_ - begin_}, options);
@@ -25,15 +25,34 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardS
 
 int64_t ShardedAdamW::state_bytes() const { return (m_.numel() + v_.numel()) * int64_t(sizeof(float)); }
 
+std::vector<torch::Tensor> ShardedAdamW::gradients() const {
+  std::vector<torch::Tensor> grads;
+  for (auto& p : params_) {
+    if (!p.grad().defined()) throw Error("ZeRO optimizer: a parameter has no gradient (every one takes part in the loss)");
+    grads.push_back(p.grad());
+  }
+  return grads;
+}
+
+double ShardedAdamW::reduce_gradients() {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads = gradients();
+  dist_.reduce_scatter_gradients(grads, shard_);
+  std::vector<torch::Tensor> squares;
+  for_each_flat_piece(grads, begin_, end_, [&](torch::Tensor piece, int64_t, size_t) {
+    squares.push_back(piece.to(torch::kFloat32).norm().square());
+  });
+  torch::Tensor sum = squares.empty() ? torch::zeros({}, grads.front().options().dtype(torch::kFloat32))
+                                      : torch::stack(squares).sum();
+  dist_.sum_over_ranks(sum);
+  return std::sqrt(sum.item<double>());
+}
+
 void ShardedAdamW::step(double clip_scale) {
   torch::NoGradGuard no_grad;
   ++steps_;
-  std::vector<torch::Tensor> data, grads;
-  for (auto& p : params_) {
-    if (!p.grad().defined()) throw Error("ZeRO optimizer: a parameter has no gradient (every one takes part in the loss)");
-    data.push_back(p.detach());
-    grads.push_back(p.grad());
-  }
+  std::vector<torch::Tensor> data, grads = gradients();
+  for (auto& p : params_) data.push_back(p.detach());
   for_each_flat_piece(data, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t i) {
     const int64_t n = piece.numel();
     const int64_t in_param = piece.storage_offset() - data[i].storage_offset();
@@ -56,7 +75,7 @@ void ShardedAdamW::step(double clip_scale) {
       piece.addcdiv_(m, (v.sqrt() / std::sqrt(c2)).add_(set.eps), -lr / c1);
     }
   });
-  dist_.all_gather_shards(params_, (total_ + dist_.world - 1) / dist_.world);
+  dist_.all_gather_shards(params_, shard_);
 }
 
 std::string ShardedAdamW::file_name(int rank) { return "optimizer-rank" + std::to_string(rank) + ".pt"; }

@@ -29,9 +29,14 @@ class ShardedAdamW {
   ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardSettings> settings, double beta1, double beta2,
                const Distributed& dist);
   void set_lr(double base_lr) { lr_ = base_lr; }
+  // This rank's slice of the gradients averaged over the ranks, in place (reduce-scatter:
+  // the rest of the gradients are left unaveraged, and step() reads only the slice);
+  // returns the norm of all the averaged gradients, from every rank's slice.
+  double reduce_gradients();
   // One step of this rank's slice with gradients multiplied by clip_scale (gradients
   // already averaged over the ranks), then the all-gather of the parameters.
   void step(double clip_scale);
+  std::vector<torch::Tensor> gradients() const;  // every parameter's (throws if one has none)
   int64_t state_bytes() const;  // the moments this rank holds
   int64_t shard_begin() const { return begin_; }
   int64_t shard_end() const { return end_; }
@@ -45,7 +50,7 @@ class ShardedAdamW {
   std::vector<ShardSettings> settings_;
   double lr_ = 0, beta1_, beta2_;
   const Distributed& dist_;
-  int64_t total_ = 0, begin_ = 0, end_ = 0, steps_ = 0;
+  int64_t total_ = 0, shard_ = 0, begin_ = 0, end_ = 0, steps_ = 0;
   torch::Tensor m_, v_;  // [end - begin] fp32 on the parameters' device
 };
 

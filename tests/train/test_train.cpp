@@ -541,8 +541,11 @@ TEST_CASE("train --zero 1: 2 ranks match plain data parallel, moments per rank h
   INFO(r.output);
   if (no_c10d(r)) return;
   REQUIRE(r.exit_code == 0);
-  r = two_ranks(base_args(zero) + opts + " --zero 1", tmp.path());
+  // gradients reduce-scattered (each rank averages its slice), except at the probe step 3,
+  // which all-reduces them all for the per-layer norms: both paths within 1e-6 of plain
+  r = two_ranks(base_args(zero) + opts + " --zero 1 --probe-steps 3", tmp.path());
   REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(zero + "/grad_norms.csv"));
   const std::string rank1 = read_text(tmp.path() + "/rank1.log");
   auto a = train_losses(plain), b = train_losses(zero);
   REQUIRE(a.size() == 6);
@@ -563,16 +566,16 @@ TEST_CASE("train --zero 1: 2 ranks match plain data parallel, moments per rank h
   for (int rank : {0, 1}) CHECK(fs::exists(zero + "/checkpoints/step_000000000006/optimizer-rank" + std::to_string(rank) + ".pt"));
 
   // both ranks SIGKILLed after step 5: resume from step 4, the same losses bit for bit
-  r = two_ranks(base_args(killed) + opts + " --zero 1 --debug-kill-at-step 5", tmp.path());
+  r = two_ranks(base_args(killed) + opts + " --zero 1 --probe-steps 3 --debug-kill-at-step 5", tmp.path());
   CHECK(r.exit_code == 128 + 9);
   CHECK_FALSE(fs::exists(killed + "/summary.json"));
-  r = two_ranks(base_args(killed) + opts + " --zero 1", tmp.path());
+  r = two_ranks(base_args(killed) + opts + " --zero 1 --probe-steps 3", tmp.path());
   INFO(read_text(tmp.path() + "/rank1.log"));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("resuming from"));
   CHECK(train_losses(killed) == b);
   // another world size is refused, naming both
-  auto one = run(base_args(zero) + opts + " --zero 1");
+  auto one = run(base_args(zero) + opts + " --zero 1 --probe-steps 3");
   CHECK(one.exit_code == 1);
   CHECK_THAT(one.output, Catch::Contains("2 data-parallel ranks, this run has 1"));
   // and --zero 2 is refused with the reason
