@@ -103,7 +103,7 @@ struct Group {
     gloo->allgather(out, in)->wait();
 #endif
   }
-  // out = the sum over ranks of rank_piece's slice `rank` of in (in: world equal pieces).
+  // in: world equal pieces, one per rank; out = piece `rank` of the sum of every rank's in.
   // NCCL reduce-scatters: each rank receives only its piece, so ZeRO's reduce-scatter plus
   // all-gather moves as many bytes as plain data parallel's all-reduce. Gloo (LibTorch
   // 1.13 has no reduce-scatter there) all-reduces the whole of in and keeps the piece.
