@@ -9,9 +9,9 @@
 #   GPUS=8 make -j8 -f pipelines/paper.mk
 #
 # Every run fits its GPUs by construction: its layout comes from the plan (`train
-# --plan-grid`, lib/plan/layout.h): among 1, 2, 4, ... up to GPUS GPUs (ZeRO-1 when
-# several), without and with activation recomputation, the one of fewest GPU-hours,
-# then fewest GPUs, whose peak fits GPU_MEMORY, with the largest micro-batch up to
+# --plan-grid`, lib/plan/layout.h): among 1, 2, 4, ... up to GPUS GPUs (ZeRO-1 or -2
+# when several), without and with activation recomputation, the one of fewest GPU-hours,
+# then fewest GPUs, then lowest ZeRO stage, whose peak fits GPU_MEMORY, with the largest micro-batch up to
 # --micro-batch. `make -n` shows the flags chosen. A run on several GPUs is launched
 # with torchrun over them. Every run holds its GPUs through scripts/gpu-slot (one
 # lock per GPU index, CUDA_VISIBLE_DEVICES set per run), so `make -j N` on one node

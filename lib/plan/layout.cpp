@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -24,10 +25,11 @@ Plan choose_layout(const PlanOptions& base, int max_gpus) {
   bool found = false, any = false;
   for (int gpus = 1; gpus <= std::max(1, max_gpus); gpus *= 2) {
     if (sequences % gpus != 0) continue;
+    for (int zero : gpus > 1 ? std::vector<int>{1, 2} : std::vector<int>{0})
     for (bool recompute : {false, true}) {
       PlanOptions o = base;
       o.world = gpus;
-      o.zero = gpus > 1 ? 1 : 0;
+      o.zero = zero;
       o.activation_checkpointing = recompute;
       o.micro_batch = 1;  // always divides: find the largest that fits first
       Plan p = make_plan(o);
@@ -38,7 +40,12 @@ Plan choose_layout(const PlanOptions& base, int max_gpus) {
       while (p.sequences_per_rank % micro != 0) --micro;
       o.micro_batch = micro;
       p = make_plan(o);
-      if (!found || std::make_tuple(p.gpu_hours, gpus) < std::make_tuple(best.gpu_hours, best.options.world)) best = p;
+      // ZeRO-2 sends the gradients once per micro-batch instead of once per step: the
+      // plan does not price communication, so it is chosen only where ZeRO-1 needs more
+      // GPUs or recomputation
+      if (!found || std::make_tuple(p.gpu_hours, gpus, zero) <
+                        std::make_tuple(best.gpu_hours, best.options.world, best.options.zero))
+        best = p;
       found = true;
     }
   }

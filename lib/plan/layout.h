@@ -1,6 +1,6 @@
 #pragma once
 // Choosing how a run is laid out on GPUs so that it fits by construction: the number
-// of GPUs (data-parallel ranks), ZeRO-1 when there are several, activation
+// of GPUs (data-parallel ranks), ZeRO-1 or -2 when there are several, activation
 // recomputation, and the micro-batch; and the table of a whole grid of runs with totals
 // (`make -f pipelines/paper.mk plan`).
 #include <string>
@@ -11,8 +11,9 @@
 namespace shapelaw {
 
 // Among 1, 2, 4, ... GPUs (at most max_gpus, dividing the batch's sequences), without and
-// with recomputation (ZeRO-1 whenever there are several ranks): the layout of fewest
-// GPU-hours, then fewest GPUs, whose peak fits options.gpu_memory; its micro-batch is the
+// with recomputation (ZeRO-1 or ZeRO-2 whenever there are several ranks): the layout of
+// fewest GPU-hours, then fewest GPUs, then lowest ZeRO stage, whose peak fits
+// options.gpu_memory; its micro-batch is the
 // largest that fits, at most options.micro_batch. When nothing fits, the plan of the
 // largest layout (max GPUs, recomputation) with fits = false.
 Plan choose_layout(const PlanOptions& options, int max_gpus);

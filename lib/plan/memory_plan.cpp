@@ -11,9 +11,6 @@ namespace shapelaw {
 namespace {
 
 constexpr int64_t kFp32 = 4;
-// Collective buffers of data parallel: one flattened bucket and its reduced copy
-// (lib/train/distributed.cpp's kBucketBytes).
-constexpr int64_t kBucketBytes = 25 << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -33,6 +30,7 @@ void PlanOptions::validate() const {
   if (world < 1) fail("--world-size must be >= 1");
   if (zero < 0 || zero > 2) fail("--zero must be 0, 1 or 2 (got " + std::to_string(zero) + ")");
   if (!(gpu_memory > 0)) fail("--gpu-memory must be positive");
+  if (bucket_bytes < 1) fail("--bucket-mb must be positive");
   if (!(mfu > 0 && mfu <= 1)) fail("--mfu must be in (0, 1] (got " + fmt("%g", mfu) + ")");
   if (!(peak_flops > 0)) fail("--peak must be positive");
 }
@@ -106,7 +104,9 @@ Plan make_plan(const PlanOptions& o) {
   p.weights = kFp32 * P;
   p.gradients = kFp32 * (o.zero >= 2 ? shard : P);
   p.moments = 2 * kFp32 * (o.zero >= 1 ? shard : P);
-  const int64_t buffers = o.world > 1 ? 2 * kBucketBytes : 0;
+  // Collective buffers of data parallel: one flattened bucket and its reduced copy; with
+  // ZeRO-2 the same two, a bucket staging its gradients and the one being sent.
+  const int64_t buffers = o.world > 1 ? 2 * o.bucket_bytes : 0;
   const int64_t state = p.weights + p.gradients + p.moments + buffers;
   auto used = [&](const ActivationBytes& a) { return o.activation_checkpointing ? a.with_recompute : a.without_recompute; };
   p.activations = activation_bytes(o, o.micro_batch);

@@ -24,6 +24,7 @@ struct PlanOptions {
   int64_t steps = 0;              // optimizer steps of the run
   int world = 1;                  // data-parallel ranks
   int zero = 0;                   // 0: plain data parallel; 1: moments sharded; 2: gradients too
+  int64_t bucket_bytes = int64_t(25) << 20;  // collective buckets (--bucket-mb)
   bool activation_checkpointing = false;
   bool cuda = false;              // --device cuda: fused (flash) attention, unfused head loss
   bool bf16 = false;              // bf16 autocast (weights and optimizer stay fp32)

@@ -77,31 +77,32 @@ struct Group {
 #ifdef SHAPELAW_HAVE_NCCL
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
 #endif
-  void allreduce(std::vector<at::Tensor>& t) {
+  // fn(process group) -> its Work, waited for: one collective on whichever group is open.
+  // Both groups' collectives have the same signatures.
+  template <typename Fn>
+  void run(Fn fn) {
 #ifdef SHAPELAW_HAVE_NCCL
-    if (nccl) return (void)nccl->allreduce(t)->wait();
+    if (nccl) return (void)fn(*nccl)->wait();
 #endif
 #ifdef SHAPELAW_HAVE_GLOO
-    gloo->allreduce(t)->wait();
+    fn(*gloo)->wait();
 #endif
+  }
+  void allreduce(std::vector<at::Tensor>& t) {
+    run([&](auto& pg) { return pg.allreduce(t); });
   }
   void broadcast(std::vector<at::Tensor>& t) {
     c10d::BroadcastOptions o;
     o.rootRank = 0;
-#ifdef SHAPELAW_HAVE_NCCL
-    if (nccl) return (void)nccl->broadcast(t, o)->wait();
-#endif
-#ifdef SHAPELAW_HAVE_GLOO
-    gloo->broadcast(t, o)->wait();
-#endif
+    run([&](auto& pg) { return pg.broadcast(t, o); });
   }
   void allgather(std::vector<std::vector<at::Tensor>>& out, std::vector<at::Tensor>& in) {
-#ifdef SHAPELAW_HAVE_NCCL
-    if (nccl) return (void)nccl->allgather(out, in)->wait();
-#endif
-#ifdef SHAPELAW_HAVE_GLOO
-    gloo->allgather(out, in)->wait();
-#endif
+    run([&](auto& pg) { return pg.allgather(out, in); });
+  }
+  void reduce(std::vector<at::Tensor>& t, int root) {
+    c10d::ReduceOptions o;
+    o.rootRank = root;
+    run([&](auto& pg) { return pg.reduce(t, o); });
   }
   // in: world equal pieces, one per rank; out = piece `rank` of the sum of every rank's in.
   // NCCL reduce-scatters: each rank receives only its piece, so ZeRO's reduce-scatter plus
@@ -120,18 +121,16 @@ struct Group {
   }
 };
 
-// Gradients are flattened into buckets of about 25 MB, each all-reduced in one call.
-constexpr int64_t kBucketBytes = 25 << 20;
-
+// Gradients are flattened into buckets of about bucket_bytes, each all-reduced in one call.
 template <typename Fn>
-void for_each_bucket(const std::vector<torch::Tensor>& tensors, Fn fn) {
+void for_each_bucket(const std::vector<torch::Tensor>& tensors, int64_t bucket_bytes, Fn fn) {
   std::vector<torch::Tensor> bucket;
   int64_t bytes = 0;
   for (auto& t : tensors) {
     if (!t.defined()) continue;
     bucket.push_back(t);
     bytes += t.numel() * int64_t(t.element_size());
-    if (bytes >= kBucketBytes) {
+    if (bytes >= bucket_bytes) {
       fn(bucket);
       bucket.clear();
       bytes = 0;
@@ -260,7 +259,7 @@ void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params)
   auto* g = static_cast<Group*>(group.get());
   std::vector<torch::Tensor> data;
   for (auto& p : params) data.push_back(p.detach());
-  for_each_bucket(data, [&](const std::vector<torch::Tensor>& bucket) {
+  for_each_bucket(data, bucket_bytes, [&](const std::vector<torch::Tensor>& bucket) {
     flat_collective(bucket, [&](std::vector<at::Tensor>& t) { g->broadcast(t); });
   });
 #else
@@ -277,7 +276,7 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& params, to
   for (auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
   grads.push_back(loss_sum);
-  for_each_bucket(grads, [&](const std::vector<torch::Tensor>& bucket) {
+  for_each_bucket(grads, bucket_bytes, [&](const std::vector<torch::Tensor>& bucket) {
     flat_collective(bucket, [&](std::vector<at::Tensor>& t) {
       g->allreduce(t);
       t[0].div_(double(world));
@@ -292,10 +291,10 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& params, to
 namespace {
 #ifdef SHAPELAW_HAVE_C10D
 // ZeRO's collectives go over the flattened tensors (train/flat_params.h) in chunks of
-// about 25 MB per rank: fn(offset, len) for each chunk [offset, offset + len) of a shard.
+// about bucket_bytes: fn(offset, len) for each chunk [offset, offset + len) of a shard.
 template <typename Fn>
-void for_each_shard_chunk(int64_t shard, int world, Fn fn) {
-  const int64_t chunk = std::max<int64_t>(1, kBucketBytes / int64_t(sizeof(float)) / world);
+void for_each_shard_chunk(int64_t shard, int world, int64_t bucket_bytes, Fn fn) {
+  const int64_t chunk = std::max<int64_t>(1, bucket_bytes / int64_t(sizeof(float)) / world);
   for (int64_t offset = 0; offset < shard; offset += chunk) fn(offset, std::min(chunk, shard - offset));
 }
 
@@ -321,7 +320,7 @@ void Distributed::all_gather_shards(const std::vector<torch::Tensor>& params, in
   for (auto& p : params) data.push_back(p.detach());
   const int64_t total = total_numel(data);
   const auto options = data.front().options();
-  for_each_shard_chunk(shard, world, [&](int64_t offset, int64_t len) {
+  for_each_shard_chunk(shard, world, bucket_bytes, [&](int64_t offset, int64_t len) {
     std::vector<at::Tensor> in{torch::zeros({len}, options)};
     copy_piece(data, total, shard, rank, offset, len, in[0], true);
     std::vector<std::vector<at::Tensor>> out(1);
@@ -343,7 +342,7 @@ void Distributed::reduce_scatter_gradients(const std::vector<torch::Tensor>& gra
   auto* g = static_cast<Group*>(group.get());
   const int64_t total = total_numel(grads);
   const auto options = grads.front().options();
-  for_each_shard_chunk(shard, world, [&](int64_t offset, int64_t len) {
+  for_each_shard_chunk(shard, world, bucket_bytes, [&](int64_t offset, int64_t len) {
     // every rank's piece of this chunk side by side, as reduce-scatter wants them
     torch::Tensor in = torch::zeros({int64_t(world) * len}, options), out = torch::empty({len}, options);
     for (int r = 0; r < world; ++r)
@@ -355,6 +354,17 @@ void Distributed::reduce_scatter_gradients(const std::vector<torch::Tensor>& gra
 #else
   (void)grads;
   (void)shard;
+#endif
+}
+
+void Distributed::reduce_to(torch::Tensor& t, int root) const {
+  if (!group) return;
+#ifdef SHAPELAW_HAVE_C10D
+  std::vector<at::Tensor> v{t};
+  static_cast<Group*>(group.get())->reduce(v, root);
+#else
+  (void)t;
+  (void)root;
 #endif
 }
 

@@ -14,22 +14,25 @@ namespace shapelaw {
 struct Distributed {
   int rank = 0, world = 1, local_rank = 0;
   std::shared_ptr<void> group;  // the c10d process group (opaque here); null: no collectives
+  // Collectives go over flattened tensors in buckets of about this size (--bucket-mb):
+  // fewer, larger calls against the memory of one flat copy.
+  int64_t bucket_bytes = int64_t(25) << 20;
 
+  // Backend: nccl for --device cuda when built with it, else gloo; the environment
+  // variable SHAPELAW_DIST_BACKEND=gloo|nccl overrides.
   static Distributed from_env(const std::string& device);
-  static int world_from_env();
-  static const Distributed& single();  // one process, no collectives  // WORLD_SIZE or SLURM_NTASKS (default 1), connecting to nothing
+  static int world_from_env();  // WORLD_SIZE or SLURM_NTASKS (default 1), connecting to nothing
+  static const Distributed& single();  // one process, no collectives
   static bool available();  // whether this build can run world > 1
   static bool has_backend(const std::string& name);  // "gloo", "nccl"
   static std::string backends();                       // "gloo, nccl", "" if none
-  // Backend: nccl for --device cuda when built with it, else gloo; the environment
-  // variable SHAPELAW_DIST_BACKEND=gloo|nccl overrides.
   // rank 0's parameters to every rank
   void broadcast_parameters(const std::vector<torch::Tensor>& params) const;
   // mean of every gradient (bucketed all-reduce) and of the loss sum, across ranks
   void average_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) const;
   // ZeRO: rank r holds the up-to-date values of [r*shard, (r+1)*shard) of the flattened
   // params (train/flat_params.h); afterwards every rank holds all of them. Gathered in
-  // buckets of about 25 MB per rank.
+  // chunks of about bucket_bytes.
   void all_gather_shards(const std::vector<torch::Tensor>& params, int64_t shard) const;
   // ZeRO: this rank's slice [rank*shard, (rank+1)*shard) of the flattened gradients
   // replaced, in place, by its average over the ranks (the rest keep this rank's own,
@@ -39,6 +42,9 @@ struct Distributed {
   void reduce_scatter_gradients(const std::vector<torch::Tensor>& grads, int64_t shard) const;
   // t, in place, summed over the ranks
   void sum_over_ranks(torch::Tensor& t) const;
+  // t on rank root, in place, summed over the ranks (the others' t is left undefined in
+  // content); t contiguous. ZeRO-2 sends each gradient bucket's pieces to their owners.
+  void reduce_to(torch::Tensor& t, int root) const;
   // Sum of value over the ranks (a barrier that also agrees on a count, e.g. of failures).
   int64_t sum(int64_t value, const torch::Device& device) const;
 };

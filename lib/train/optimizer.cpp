@@ -45,7 +45,7 @@ Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c, const Distrib
     settings.push_back({lr_mult, wd, eps});
   }
   if (c.zero >= 1) {
-    sharded_ = std::make_unique<ShardedAdamW>(in_order, settings, c.beta1, c.beta2, dist);
+    sharded_ = std::make_unique<ShardedAdamW>(in_order, settings, c.beta1, c.beta2, dist, c.zero);
     return;
   }
   std::vector<torch::optim::OptimizerParamGroup> param_groups;
@@ -64,6 +64,21 @@ void Optimizer::set_lr(double base_lr) {
   auto& param_groups = adamw_->param_groups();
   for (size_t g = 0; g < param_groups.size(); ++g)
     static_cast<torch::optim::AdamWOptions&>(param_groups[g].options()).lr(base_lr * groups_[g].lr_mult);
+}
+
+void Optimizer::begin_gradients(bool full) {
+  if (sharded_) sharded_->begin_gradients(full);
+}
+
+void Optimizer::end_micro_batch() {
+  if (sharded_) sharded_->end_micro_batch();
+}
+
+int64_t Optimizer::gradient_bytes(const std::vector<torch::Tensor>& params) const {
+  int64_t bytes = sharded_ ? sharded_->gradient_shard_bytes() : 0;
+  for (auto& p : params)
+    if (p.grad().defined()) bytes += p.grad().numel() * int64_t(p.grad().element_size());
+  return bytes;
 }
 
 double Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum, bool full) {

@@ -5,7 +5,8 @@
 // classic two (matrices decayed, vectors not). Each step sets every group's lr to the
 // schedule's base lr times its multiplier, then takes one (fused on CPU) AdamW step.
 // With --zero 1 the same groups' settings drive a sharded AdamW (train/zero_optimizer.h):
-// this rank keeps the moments of its slice of the parameters only.
+// this rank keeps the moments of its slice of the parameters only; --zero 2 its slice of
+// the gradients too (train/zero_gradients.h).
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ class Optimizer {
  public:
   Optimizer(TransformerImpl& model, const TrainConfig& config, const Distributed& dist = Distributed::single());
   void set_lr(double base_lr);
+  // Around a step's backward passes: before the first micro-batch (full: this step keeps
+  // every gradient whole, for a probe) and after each one. Only --zero 2 acts on them.
+  void begin_gradients(bool full);
+  void end_micro_batch();
   // The gradients averaged over the data-parallel ranks, and their global norm: all of
   // them all-reduced, or with ZeRO each rank's own slice reduce-scattered, unless `full`
   // (a probe step reads every layer's gradient). loss_sum is averaged too.
@@ -40,6 +45,8 @@ class Optimizer {
   nlohmann::json groups_json() const;  // summary.json "param_groups", checked on resume
   bool sharded() const { return bool(sharded_); }
   int64_t state_bytes() const;  // the moments this rank holds, counted from its tensors
+  // The gradients this rank holds between steps: every .grad, or with --zero 2 its slice.
+  int64_t gradient_bytes(const std::vector<torch::Tensor>& params) const;
   // The checkpoint file of this rank's optimizer state: optimizer.pt (rank 0 only; ""
   // for the others), or with ZeRO optimizer-rank<r>.pt, every rank its own slice.
   std::string file_name(int rank) const;

@@ -10,6 +10,7 @@ PlanOptions plan_options(const TrainConfig& c, int world) {
   o.steps = c.total_steps();
   o.world = world;
   o.zero = c.zero;
+  o.bucket_bytes = int64_t(c.bucket_mb * double(1 << 20));
   o.activation_checkpointing = c.activation_checkpointing;
   o.cuda = c.device == "cuda";
   o.bf16 = c.precision == "bf16" || (c.precision == "auto" && o.cuda);

@@ -65,10 +65,8 @@ void TrainConfig::validate() const {
   if (device != "cpu" && device != "cuda") fail("--device must be cpu or cuda (got '" + device + "')");
   if (precision != "auto" && precision != "fp32" && precision != "bf16")
     fail("--precision must be auto, fp32 or bf16");
-  if (zero == 2)
-    fail("--zero 2 (sharded gradients) is not implemented: it needs gradients reduce-scattered bucket by bucket "
-         "during backward; use --zero 1");
-  if (zero < 0 || zero > 1) fail("--zero must be 0 or 1 (got " + std::to_string(zero) + ")");
+  if (zero < 0 || zero > 2) fail("--zero must be 0, 1 or 2 (got " + std::to_string(zero) + ")");
+  if (!(bucket_mb > 0)) fail("--bucket-mb must be > 0 (got " + std::to_string(bucket_mb) + ")");
   if (debug_kill_phase != "step" && debug_kill_phase != "checkpoint") fail("bad debug kill phase");
 }
 

@@ -50,7 +50,8 @@ struct TrainConfig {
   int threads = 0;                // intra-op threads on CPU (0: all cores)
   int prefetch = 4;               // micro-batches buffered by the loader thread
   double peak_flops = 0;          // MFU denominator; 0 = measure a matmul peak at start
-  int zero = 0;                   // 1: AdamW moments sharded over the data-parallel ranks (ZeRO-1)
+  int zero = 0;                   // 1: AdamW moments sharded over the data-parallel ranks (ZeRO-1); 2: gradients too
+  double bucket_mb = 25;          // MiB per bucket of the data-parallel collectives
   bool activation_checkpointing = false;  // recompute each block in backward (model/recompute.h)
   // testing hooks: SIGKILL self at this step, "step" (after the step) or "checkpoint"
   // (inside the checkpoint write, before its rename)
@@ -130,9 +131,13 @@ void visit_train_options(Config& c, F&& f) {
     c.peak_flops);
   // memory: the same math (bit for bit on CPU); ZeRO changes the checkpoint's optimizer files
   f(OptionInfo{"zero", "--zero",
-               "0: plain data parallel; 1: each rank keeps the AdamW moments of 1/world of the parameters (ZeRO-1)",
+               "0: plain data parallel; 1: each rank keeps the AdamW moments of 1/world of the parameters (ZeRO-1); "
+               "2: and the gradients of that 1/world, sent bucket by bucket during backward (ZeRO-2)",
                true, true},
     c.zero);
+  f(OptionInfo{"bucket_mb", "--bucket-mb",
+               "MiB per bucket of the data-parallel collectives (ZeRO-2: the gradient staged per bucket)", false, true},
+    c.bucket_mb);
   f(OptionInfo{"activation_checkpointing", "--activation-checkpointing",
                "keep only each block's input, recompute the block in backward (less memory, ~1/3 more compute)",
                false, false},

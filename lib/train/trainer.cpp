@@ -50,11 +50,14 @@ void debug_kill(const char* where, int64_t step) {
 
 // One optimizer step's forward/backward over `accum` micro-batches: gradients of the
 // mean loss in .grad; returns the sum of the micro-batch losses. Timings go into rec.
+// With --zero 2 the gradients leave .grad bucket by bucket during each backward
+// (train/zero_gradients.h), unless full_gradients (a probe step).
 torch::Tensor accumulate_gradients(Transformer& model, Prefetcher& prefetch, const std::vector<torch::Tensor>& params,
-                                   const TrainConfig& cfg, int64_t accum, const RunDevice& rd,
-                                   WindowSampler::Cursor& cursor, StepRecord& rec) {
+                                   Optimizer& optimizer, bool full_gradients, const TrainConfig& cfg, int64_t accum,
+                                   const RunDevice& rd, WindowSampler::Cursor& cursor, StepRecord& rec) {
   const int64_t window = cfg.model.seq_len + 1;
   for (auto& p : params) p.mutable_grad() = torch::Tensor();  // the first backward writes, not adds
+  optimizer.begin_gradients(full_gradients);
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(rd.device));
   double forward_s = 0, backward_s = 0;  // host-side phase times (exact on CPU)
   for (int64_t micro = 0; micro < accum; ++micro) {
@@ -69,6 +72,7 @@ torch::Tensor accumulate_gradients(Transformer& model, Prefetcher& prefetch, con
     auto tb = Clock::now();
     forward_s += std::chrono::duration<double>(tb - tf).count();
     (loss / double(accum)).backward();
+    optimizer.end_micro_batch();
     backward_s += seconds_since(tb);
     loss_sum += loss.detach().to(torch::kFloat32);
     cursor = mb.after;
@@ -80,10 +84,8 @@ torch::Tensor accumulate_gradients(Transformer& model, Prefetcher& prefetch, con
 // What this rank holds after a step, counted from the tensors themselves.
 MeasuredMemory measure_state(const std::vector<torch::Tensor>& params, const Optimizer& optimizer) {
   MeasuredMemory m;
-  for (auto& p : params) {
-    m.weights += p.numel() * int64_t(p.element_size());
-    if (p.grad().defined()) m.gradients += p.grad().numel() * int64_t(p.grad().element_size());
-  }
+  for (auto& p : params) m.weights += p.numel() * int64_t(p.element_size());
+  m.gradients = optimizer.gradient_bytes(params);
   m.optimizer_state = optimizer.state_bytes();
   return m;
 }
@@ -159,6 +161,7 @@ int run_impl(const TrainConfig& given) {
   TrainConfig cfg = given;
   cfg.validate();
   Distributed dist = Distributed::from_env(cfg.device);
+  dist.bucket_bytes = int64_t(cfg.bucket_mb * double(1 << 20));
   const bool leader = dist.rank == 0;
   auto log = [&](const std::string& msg) {
     if (leader) std::fprintf(stderr, "train: %s\n", msg.c_str());
@@ -234,7 +237,7 @@ int run_impl(const TrainConfig& given) {
   const Plan plan = make_plan(plan_options(cfg, dist.world));
   log("memory plan per rank: weights " + format_bytes(double(plan.weights)) + ", gradients " +
       format_bytes(double(plan.gradients)) + ", AdamW moments " + format_bytes(double(plan.moments)) +
-      (cfg.zero ? " (ZeRO-1 over " + std::to_string(dist.world) + ")" : std::string()) + ", activations " +
+      (cfg.zero ? " (ZeRO-" + std::to_string(cfg.zero) + " over " + std::to_string(dist.world) + ")" : std::string()) + ", activations " +
       format_bytes(double(plan.activations_used)) + (cfg.activation_checkpointing ? " (recomputed)" : "") +
       "; peak " + format_bytes(double(plan.peak)));
   for (const auto& cap : caps) log("note: " + cap);
@@ -276,9 +279,10 @@ int run_impl(const TrainConfig& given) {
       StepRecord rec;
       rec.lr = cfg.lr_at(st.step);
       optimizer.set_lr(rec.lr);
-      torch::Tensor loss_sum = accumulate_gradients(model, prefetch, params, cfg, accum, rd, st.cursor, rec);
-      const auto t_opt = Clock::now();
       const bool probe_now = probe_steps.count(st.step + 1) > 0;
+      torch::Tensor loss_sum =
+          accumulate_gradients(model, prefetch, params, optimizer, probe_now, cfg, accum, rd, st.cursor, rec);
+      const auto t_opt = Clock::now();
       rec.grad_norm = optimizer.reduce_gradients(params, loss_sum, /*full=*/probe_now);
       rec.loss = loss_sum.item<double>() / double(accum);
       if (!std::isfinite(rec.loss) || !std::isfinite(rec.grad_norm)) {

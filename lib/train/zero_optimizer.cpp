@@ -10,7 +10,7 @@
 namespace shapelaw {
 
 ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardSettings> settings, double beta1,
-                           double beta2, const Distributed& dist)
+                           double beta2, const Distributed& dist, int stage)
     : params_(std::move(params)), settings_(std::move(settings)), beta1_(beta1), beta2_(beta2), dist_(dist) {
   if (params_.empty() || params_.size() != settings_.size())
     throw Error("ZeRO optimizer: one group setting per parameter tensor is needed");
@@ -21,6 +21,15 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardS
   auto options = params_.front().options().dtype(torch::kFloat32).requires_grad(false);
   m_ = torch::zeros({end_ - begin_}, options);
   v_ = torch::zeros({end_ - begin_}, options);
+  if (stage >= 2) grads_ = std::make_unique<ShardedGradients>(params_, shard_, begin_, end_, dist_);
+}
+
+void ShardedAdamW::begin_gradients(bool keep_full) {
+  if (grads_) grads_->begin_step(keep_full);
+}
+
+void ShardedAdamW::end_micro_batch() {
+  if (grads_) grads_->end_micro_batch();
 }
 
 int64_t ShardedAdamW::state_bytes() const { return (m_.numel() + v_.numel()) * int64_t(sizeof(float)); }
@@ -36,14 +45,18 @@ std::vector<torch::Tensor> ShardedAdamW::gradients() const {
 
 double ShardedAdamW::reduce_gradients() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> grads = gradients();
-  dist_.reduce_scatter_gradients(grads, shard_);
-  std::vector<torch::Tensor> squares;
-  for_each_flat_piece(grads, begin_, end_, [&](torch::Tensor piece, int64_t, size_t) {
-    squares.push_back(piece.to(torch::kFloat32).norm().square());
-  });
-  torch::Tensor sum = squares.empty() ? torch::zeros({}, grads.front().options().dtype(torch::kFloat32))
-                                      : torch::stack(squares).sum();
+  torch::Tensor sum;
+  if (sliced_gradients()) {
+    sum = grads_->average().norm().square();
+  } else {
+    std::vector<torch::Tensor> grads = gradients();
+    dist_.reduce_scatter_gradients(grads, shard_);
+    std::vector<torch::Tensor> squares;
+    for_each_flat_piece(grads, begin_, end_, [&](torch::Tensor piece, int64_t, size_t) {
+      squares.push_back(piece.to(torch::kFloat32).norm().square());
+    });
+    sum = squares.empty() ? torch::zeros({}, m_.options()) : torch::stack(squares).sum();
+  }
   dist_.sum_over_ranks(sum);
   return std::sqrt(sum.item<double>());
 }
@@ -51,12 +64,14 @@ double ShardedAdamW::reduce_gradients() {
 void ShardedAdamW::step(double clip_scale) {
   torch::NoGradGuard no_grad;
   ++steps_;
-  std::vector<torch::Tensor> data, grads = gradients();
+  const bool sliced = sliced_gradients();
+  std::vector<torch::Tensor> data, grads = sliced ? std::vector<torch::Tensor>() : gradients();
   for (auto& p : params_) data.push_back(p.detach());
   for_each_flat_piece(data, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t i) {
     const int64_t n = piece.numel();
     const int64_t in_param = piece.storage_offset() - data[i].storage_offset();
-    torch::Tensor g = grads[i].reshape({-1}).slice(0, in_param, in_param + n);
+    torch::Tensor g = sliced ? grads_->average().slice(0, at, at + n)
+                             : grads[i].reshape({-1}).slice(0, in_param, in_param + n);
     torch::Tensor m = m_.slice(0, at, at + n), v = v_.slice(0, at, at + n);
     const ShardSettings& set = settings_[i];
     const double lr = lr_ * set.lr_mult;

@@ -8,7 +8,10 @@
 // parameters equal those of the unsharded optimizer bit for bit.
 // Checkpoints: each rank saves its own slice (optimizer-rank<r>.pt, see docs/formats.md);
 // loading checks that the slice is the same one (same world size and parameter count).
+// Stage 2 (train/zero_gradients.h) shards the gradients on the same slices: the update
+// then reads the rank's averaged gradient slice instead of .grad.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 
 #include "train/distributed.h"
 #include "train/fused_adamw.h"
+#include "train/zero_gradients.h"
 
 namespace shapelaw {
 
@@ -26,18 +30,24 @@ struct ShardSettings {
 
 class ShardedAdamW {
  public:
+  // stage 1: moments sharded; 2: gradients too
   ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardSettings> settings, double beta1, double beta2,
-               const Distributed& dist);
+               const Distributed& dist, int stage = 1);
   void set_lr(double base_lr) { lr_ = base_lr; }
-  // This rank's slice of the gradients averaged over the ranks, in place (reduce-scatter:
-  // the rest of the gradients are left unaveraged, and step() reads only the slice);
-  // returns the norm of all the averaged gradients, from every rank's slice.
+  // Stage 2: before a step's micro-batches, after each one (train/zero_gradients.h);
+  // keep_full (a probe step) leaves every .grad whole, to be all-reduced.
+  void begin_gradients(bool keep_full);
+  void end_micro_batch();
+  // This rank's slice of the gradients averaged over the ranks (stage 1: reduce-scattered
+  // in place, the rest of .grad left unaveraged; stage 2: its slice, already summed during
+  // backward); returns the norm of all the averaged gradients, from every rank's slice.
   double reduce_gradients();
   // One step of this rank's slice with gradients multiplied by clip_scale (gradients
   // already averaged over the ranks), then the all-gather of the parameters.
   void step(double clip_scale);
   std::vector<torch::Tensor> gradients() const;  // every parameter's (throws if one has none)
   int64_t state_bytes() const;  // the moments this rank holds
+  int64_t gradient_shard_bytes() const { return grads_ ? grads_->bytes() : 0; }
   int64_t shard_begin() const { return begin_; }
   int64_t shard_end() const { return end_; }
   // One file per rank, written to path atomically (temporary name, then rename).
@@ -52,6 +62,8 @@ class ShardedAdamW {
   const Distributed& dist_;
   int64_t total_ = 0, shard_ = 0, begin_ = 0, end_ = 0, steps_ = 0;
   torch::Tensor m_, v_;  // [end - begin] fp32 on the parameters' device
+  std::unique_ptr<ShardedGradients> grads_;  // stage 2
+  bool sliced_gradients() const { return grads_ && !grads_->keeping_full(); }
 };
 
 }  // namespace shapelaw

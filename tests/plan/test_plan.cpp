@@ -136,7 +136,7 @@ TEST_CASE("plan: the largest micro-batch that fits is the largest divisor of the
   CHECK(make_plan(o).max_micro_batch >= p.max_micro_batch);
 }
 
-TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on several with ZeRO-1") {
+TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on several with ZeRO") {
   PlanOptions small = seven_b(1, 0);
   small.model.depth = 8;
   small.model.width = 512;
@@ -149,10 +149,16 @@ TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on seve
   CHECK(layout_flags(s) == "--micro-batch 16");
   Plan big = choose_layout(seven_b(1, 0), 8);
   CHECK(big.fits);
-  CHECK(big.options.world > 1);
-  CHECK(big.options.zero == 1);
+  CHECK(big.options.world == 4);
+  CHECK(big.options.zero == 2);  // ZeRO-2 only because ZeRO-1 does not fit 4 GPUs without recomputation
+  PlanOptions z1 = seven_b(4, 1);
+  z1.micro_batch = 1;
+  CHECK_FALSE(make_plan(z1).fits);
   CHECK(big.peak <= 80.0 * (1ull << 30));
-  CHECK_THAT(layout_flags(big), Catch::Contains("--zero 1"));
+  CHECK_THAT(layout_flags(big), Catch::Contains("--zero 2"));
+  PlanOptions at8 = seven_b(8, 1);  // at 8 GPUs ZeRO-1 fits: the lower stage is kept
+  at8.micro_batch = 1;
+  REQUIRE(make_plan(at8).fits);
   Plan none = choose_layout(seven_b(1, 0), 1);  // one GPU cannot hold 108 GB of state
   CHECK_FALSE(none.fits);
   std::string table = format_grid({{"t9-8x512", s}, {"t10-7B-64x2896", big}});
