@@ -7,8 +7,8 @@
 #      the resumed losses against an uninterrupted run (GPU kernels need not be bit-exact)
 #   3. the data-parallel backend (NCCL) end to end on one rank (WORLD_SIZE=1 with
 #      SHAPELAW_DIST_BACKEND): its losses against the plain run's
-#   4. ZeRO-1 (--zero 1) over that backend on one rank, and activation recomputation
-#      (--activation-checkpointing) on CUDA: their losses against the plain run's
+#   4. ZeRO-1 and ZeRO-2 (--zero 1, --zero 2) over that backend on one rank, and activation
+#      recomputation (--activation-checkpointing) on CUDA: their losses against the plain run's
 #   5. the memory plan (train --plan) beside the peak the caching allocator measured
 #      (summary.json "memory"), with and without recomputation, mid shape
 #   6. bf16 tokens/s and MFU of train beside bench/train_reference.py, mid and large shapes
@@ -185,13 +185,19 @@ else
   say "$backend on one rank FAILED:"; tail -5 "$work/smoke.log"
 fi
 
-# --- 4. ZeRO-1 over the backend on one rank; activation recomputation ----------------------
-if SHAPELAW_DIST_BACKEND=$backend WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29518 \
-    run_smoke "$work/zero1" --checkpoint-every 0 --zero 1; then
-  compare_losses "ZeRO-1 over $backend on one rank vs plain AdamW" "$work/straight" "$work/zero1" 1 || die "ZeRO-1 comparison"
-else
-  say "ZeRO-1 over $backend on one rank FAILED:"; tail -5 "$work/smoke.log"
-fi
+# --- 4. ZeRO-1 and ZeRO-2 over the backend on one rank; activation recomputation ----------
+# ZeRO-2 with 1 MiB buckets: its AccumulateGrad hooks send several buckets per backward
+# from the CUDA autograd thread, with recomputation's nested backward among them
+for stage in 1 2; do
+  extra=(); [ "$stage" = 2 ] && extra=(--bucket-mb 1 --activation-checkpointing)
+  if SHAPELAW_DIST_BACKEND=$backend WORLD_SIZE=1 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29517 + stage)) \
+      run_smoke "$work/zero$stage" --checkpoint-every 0 --zero "$stage" "${extra[@]}"; then
+    compare_losses "ZeRO-$stage ${extra[*]} over $backend on one rank vs plain AdamW" "$work/straight" "$work/zero$stage" 1 \
+      || die "ZeRO-$stage comparison"
+  else
+    say "ZeRO-$stage over $backend on one rank FAILED:"; tail -5 "$work/smoke.log"
+  fi
+done
 if run_smoke "$work/recompute" --checkpoint-every 0 --activation-checkpointing; then
   compare_losses "activation recomputation vs plain" "$work/straight" "$work/recompute" 1 || die "recompute comparison"
 else
