@@ -37,7 +37,6 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
-.SECONDARY:
 include pipelines/tools.mk
 include pipelines/stamps.mk
 # (the data stage alone, `make -f pipelines/micro.mk data`, needs no trainer)
@@ -70,6 +69,10 @@ jobs = $(or $(patsubst -j%,%,$(lastword $(filter -j%,$(MAKEFLAGS)))),$(words $(t
 Q := $(if $(V),,@)
 
 runs_dir := $(STUDY)/runs
+# A finished run's outputs are never deleted by make (train and probe-grads write them
+# atomically, so an interrupted recipe leaves none half-written). Not .SECONDARY: that
+# would let a deleted output in the middle of the chain (results/fit.json) stay missing.
+.PRECIOUS: $(runs_dir)/%/summary.json $(runs_dir)/%/grad_fit.json
 results := $(STUDY)/results
 REPORT_DIR ?= $(STUDY)/report
 report := $(REPORT_DIR)

@@ -189,6 +189,15 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   CHECK(count_lines_starting(r.output, "probe-grads measure") == 1);
   CHECK_THAT(r.output, Catch::Contains("scripts/make-report"));
   REQUIRE(run(make(vars)).exit_code == 0);
+  // A deleted output in the middle of the chain comes back (no target is treated as an
+  // intermediate file that may stay missing), and only what follows from it reruns.
+  fs::remove(study + "/results/fit.json");
+  r = run(make("-n " + vars));
+  CHECK(count_lines_starting(r.output, "train ") == 0);
+  CHECK(count_lines_starting(r.output, "fit-law ") == 1);
+  CHECK(count_lines_starting(r.output, "probe-grads measure") == 0);
+  REQUIRE(run(make(vars)).exit_code == 0);
+  CHECK(fs::exists(study + "/results/fit.json"));
   // Other fit options rerun the fit onward only.
   r = run(make("-n -f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=400 FIT_ARGS='-B 10 --no-loo'"));
   CHECK(count_lines_starting(r.output, "train ") == 0);
