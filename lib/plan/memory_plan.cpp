@@ -106,8 +106,8 @@ Plan make_plan(const PlanOptions& o) {
   p.moments = 2 * kFp32 * (o.zero >= 1 ? shard : P);
   // Collective buffers of data parallel: one flattened bucket and its reduced copy; with
   // ZeRO-2 the same two, a bucket staging its gradients and the one being sent.
-  const int64_t buffers = o.world > 1 ? 2 * o.bucket_bytes : 0;
-  const int64_t state = p.weights + p.gradients + p.moments + buffers;
+  p.buffers = o.world > 1 ? 2 * o.bucket_bytes : 0;
+  const int64_t state = p.weights + p.gradients + p.moments + p.buffers;
   auto used = [&](const ActivationBytes& a) { return o.activation_checkpointing ? a.with_recompute : a.without_recompute; };
   p.activations = activation_bytes(o, o.micro_batch);
   p.activations_used = used(p.activations);
@@ -157,6 +157,7 @@ nlohmann::json to_json(const Plan& p) {
            {{"weights", p.weights},
             {"gradients", p.gradients},
             {"optimizer_moments", p.moments},
+            {"collective_buffers", p.buffers},
             {"activations",
              {{"per_layer", a.per_layer}, {"layer_input", a.layer_input}, {"layer_backward", a.layer_backward},
               {"outside_blocks", a.outside_blocks}, {"head", a.head}, {"weight_copies", a.weight_copies},
@@ -197,6 +198,10 @@ std::string format_plan(const Plan& p) {
   line("gradients", double(p.gradients), o.zero >= 2 ? "fp32, sharded over " + std::to_string(o.world) + " ranks" : "fp32");
   line("AdamW moments", double(p.moments),
        o.zero >= 1 ? "m and v, sharded over " + std::to_string(o.world) + " ranks" : "m and v, 8 B/param");
+  if (p.buffers)
+    line("collective buffers", double(p.buffers),
+         "two buckets of " + format_bytes(double(o.bucket_bytes)) + " (--bucket-mb)" +
+             (o.zero >= 2 ? ": one staging gradients, one being sent" : ""));
   line("activations", double(p.activations_used), o.activation_checkpointing ? "with recomputation" : "no recomputation");
   line("  per block", double(a.per_layer), "saved for backward");
   line("  without recompute", double(a.without_recompute), "");

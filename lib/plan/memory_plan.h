@@ -57,6 +57,7 @@ struct Plan {
   int64_t steps = 0, tokens = 0;
   // per rank, bytes
   int64_t weights = 0, gradients = 0, moments = 0;
+  int64_t buffers = 0;  // the collectives' two buckets (world > 1)
   ActivationBytes activations;
   int64_t activations_used = 0;  // with or without recompute, as the options say
   int64_t peak = 0;              // state + activations_used

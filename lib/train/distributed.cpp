@@ -257,8 +257,7 @@ void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params)
 #ifdef SHAPELAW_HAVE_C10D
   torch::NoGradGuard no_grad;
   auto* g = static_cast<Group*>(group.get());
-  std::vector<torch::Tensor> data;
-  for (auto& p : params) data.push_back(p.detach());
+  const std::vector<torch::Tensor> data = detached(params);
   for_each_bucket(data, bucket_bytes, [&](const std::vector<torch::Tensor>& bucket) {
     flat_collective(bucket, [&](std::vector<at::Tensor>& t) { g->broadcast(t); });
   });
@@ -316,8 +315,7 @@ void Distributed::all_gather_shards(const std::vector<torch::Tensor>& params, in
 #ifdef SHAPELAW_HAVE_C10D
   torch::NoGradGuard no_grad;
   auto* g = static_cast<Group*>(group.get());
-  std::vector<torch::Tensor> data;
-  for (auto& p : params) data.push_back(p.detach());
+  const std::vector<torch::Tensor> data = detached(params);
   const int64_t total = total_numel(data);
   const auto options = data.front().options();
   for_each_shard_chunk(shard, world, bucket_bytes, [&](int64_t offset, int64_t len) {

@@ -20,6 +20,14 @@ void for_each_flat_piece(const std::vector<torch::Tensor>& tensors, int64_t begi
   }
 }
 
+// The tensors' data without autograd history: what collectives and in-place updates write.
+inline std::vector<torch::Tensor> detached(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> out;
+  out.reserve(tensors.size());
+  for (auto& t : tensors) out.push_back(t.detach());
+  return out;
+}
+
 inline int64_t total_numel(const std::vector<torch::Tensor>& tensors) {
   int64_t n = 0;
   for (auto& t : tensors) n += t.numel();

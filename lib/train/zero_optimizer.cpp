@@ -65,8 +65,7 @@ void ShardedAdamW::step(double clip_scale) {
   torch::NoGradGuard no_grad;
   ++steps_;
   const bool sliced = sliced_gradients();
-  std::vector<torch::Tensor> data, grads = sliced ? std::vector<torch::Tensor>() : gradients();
-  for (auto& p : params_) data.push_back(p.detach());
+  const std::vector<torch::Tensor> data = detached(params_), grads = sliced ? std::vector<torch::Tensor>() : gradients();
   for_each_flat_piece(data, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t i) {
     const int64_t n = piece.numel();
     const int64_t in_param = piece.storage_offset() - data[i].storage_offset();
