@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include <iostream>
+
+#include "model/fused_block.h"
 #include "model/head_loss.h"
 #include "model/parameterization.h"
 #include "model/recompute.h"
@@ -89,7 +92,8 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return proj(torch::gelu(fc(x)));
 }
 
-BlockImpl::BlockImpl(const ModelConfig& c) : residual_mult(parameterization_multipliers(c).residual) {
+BlockImpl::BlockImpl(const ModelConfig& c)
+    : residual_mult(parameterization_multipliers(c).residual), fused(c.block_impl == "fused") {
   const bool rms = c.norm == "rmsnorm";
   norm1 = register_module("norm1", Norm(c.width, rms, c.norm_eps));
   attn = register_module("attn", Attention(c));
@@ -99,6 +103,13 @@ BlockImpl::BlockImpl(const ModelConfig& c) : residual_mult(parameterization_mult
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                  const torch::Tensor& sin) {
+  if (fused) {
+    if (fused_block_applies(x)) return fused_block(*this, x, cos, sin);
+    static bool said = false;
+    if (!said) std::cerr << "--block-impl fused: CPU float32 only, running the aten block (" << x.device() << ", "
+                         << x.scalar_type() << ")\n";
+    said = true;
+  }
   if (residual_mult == 1.0) {  // SP and muP: no multiply pass
     auto h = x + attn(norm1(x), cos, sin);
     return h + mlp(norm2(h));

@@ -1,0 +1,63 @@
+#include "model/attention_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace shapelaw {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+constexpr int kLanes = 8;
+#include "model/attention_kernel.inc"
+}  // namespace avx2
+#pragma GCC pop_options
+#endif
+
+namespace portable {
+constexpr int kLanes = 4;
+#include "model/attention_kernel.inc"
+}  // namespace portable
+
+namespace {
+
+struct Kernel {
+  const char* name;
+  decltype(&portable::attention_forward) forward;
+  decltype(&portable::attention_backward) backward;
+};
+
+Kernel best_kernel() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {"avx2", avx2::attention_forward, avx2::attention_backward};
+#endif
+  return {"portable", portable::attention_forward, portable::attention_backward};
+}
+
+const Kernel& kernel() {
+  static const Kernel k = best_kernel();
+  return k;
+}
+
+}  // namespace
+
+void attention_forward(const AttentionShape& s, int64_t sequences, const float* qkv, const float* cos,
+                       const float* sin, float* y, float* lse) {
+  kernel().forward(s, sequences, qkv, cos, sin, y, lse);
+}
+
+void attention_backward(const AttentionShape& s, int64_t sequences, const float* qkv, const float* cos,
+                        const float* sin, const float* y, const float* lse, const float* dy, float dy_scale,
+                        float* dqkv) {
+  kernel().backward(s, sequences, qkv, cos, sin, y, lse, dy, dy_scale, dqkv);
+}
+
+const char* attention_kernel_name() { return kernel().name; }
+
+}  // namespace shapelaw
