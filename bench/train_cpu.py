@@ -6,6 +6,7 @@ start-up (the import of torch, reading shards) cancels; being descheduled costs 
 time. Usage:
   train --make-synthetic-shards S --synthetic-tokens 3000000 --vocab-size 2048
   bench/train_cpu.py --bin build/bin --data S --width 16 [--n1 5 --n2 25 --reps 3]
+                     [--block-impl aten,fused]   (each train --block-impl, same run)
 """
 import argparse
 import os
@@ -24,6 +25,7 @@ p.add_argument("--n1", type=int, default=5)
 p.add_argument("--n2", type=int, default=25)
 p.add_argument("--reps", type=int, default=3)
 p.add_argument("--python", default="/usr/bin/python3")
+p.add_argument("--block-impl", default="aten", help="train --block-impl values, comma-separated")
 a = p.parse_args()
 core = subprocess.run([f"{a.bin}/train", "--version"], capture_output=True, text=True).stdout
 core = re.search(r"^BLAS: OpenBLAS ([A-Za-z0-9]+)", core, re.M)  # as bench/train.sh reads it
@@ -41,26 +43,30 @@ def cpu_seconds(cmd, env=None):
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def train(n):
+def train(n, impl):
     out = tempfile.mkdtemp(prefix="train-cpu-")
     try:
         return cpu_seconds([f"{a.bin}/train", "--data", a.data, "--out", out, *shape, "--steps", str(n),
                             "--warmup-steps", "2", "--threads", "1", "--peak-flops", "1e11", "--val-tokens", "65",
-                            "--checkpoint-every", "0", "--log-every", "0"])
+                            "--checkpoint-every", "0", "--log-every", "0", "--block-impl", impl])
     finally:
         shutil.rmtree(out)
 
 
-def reference(n):
+def reference(n, _):
     here = os.path.dirname(os.path.abspath(__file__))
     return cpu_seconds([a.python, f"{here}/train_reference.py", *shape, "--vocab-size", "2048", "--steps", str(n),
                         "--skip", "1", "--threads", "1", "--peak", "1e11"], tuned)
 
 
-ms = {"train": [], "pt-tuned": []}
-for _ in range(a.reps):
-    for name, run in (("train", train), ("pt-tuned", reference)):
-        ms[name].append((run(a.n2) - run(a.n1)) / (a.n2 - a.n1) * 1000)
+impls = a.block_impl.split(",")
+sides = [(f"train-{impl}" if len(impls) > 1 else "train", train, impl) for impl in impls]
+sides.append(("pt-tuned", reference, None))
+ms = {name: [] for name, _, _ in sides}
+for _ in range(a.reps):  # interleaved, so that a change in the machine's load hits every side
+    for name, run, impl in sides:
+        ms[name].append((run(a.n2, impl) - run(a.n1, impl)) / (a.n2 - a.n1) * 1000)
 for name, v in ms.items():
-    print(f"{a.depth}Lx{a.width}W {name:<9} CPU ms/step " + " ".join(f"{x:.1f}" for x in v) + f"  best {min(v):.1f}")
-print(f"{a.depth}Lx{a.width}W pt-tuned / train (best of each) = {min(ms['pt-tuned']) / min(ms['train']):.2f}x")
+    print(f"{a.depth}Lx{a.width}W {name:<11} CPU ms/step " + " ".join(f"{x:.1f}" for x in v) + f"  best {min(v):.1f}")
+for name, _, _ in sides[:-1]:
+    print(f"{a.depth}Lx{a.width}W pt-tuned / {name} (best of each) = {min(ms['pt-tuned']) / min(ms[name]):.2f}x")
