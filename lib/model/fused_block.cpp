@@ -2,7 +2,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "model/attention_kernel.h"
+#include "model/block_kernels.h"
 #include "compat/torch_compat.h"
 
 namespace shapelaw {
@@ -43,28 +43,27 @@ struct NormPass {
   Tensor out, mean, rstd;  // mean undefined for rmsnorm
 };
 
-NormPass norm_forward(const NormImpl& n, const Tensor& x) {
-  if (!n.rms) {
-    auto [out, mean, rstd] = at::native_layer_norm(x, {x.size(1)}, n.gain, n.shift, n.eps);
-    return {out, mean, rstd};
-  }
-  // the ATen block's order: x * rsqrt(mean(x^2) + eps), then * gain
-  auto rstd = torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + n.eps);
-  return {x * rstd * n.gain, Tensor(), rstd};
+NormShape norm_shape(const NormImpl& n, const Tensor& x) { return {x.size(0), x.size(1), !n.rms, float(n.eps)}; }
+
+NormPass run_norm(const NormImpl& n, const Tensor& x) {
+  NormPass p{torch::empty_like(x), n.rms ? Tensor() : torch::empty({x.size(0)}, x.options()),
+             torch::empty({x.size(0)}, x.options())};
+  norm_forward(norm_shape(n, x), x.data_ptr<float>(), n.gain.data_ptr<float>(),
+               n.rms ? nullptr : n.shift.data_ptr<float>(), p.out.data_ptr<float>(),
+               n.rms ? nullptr : p.mean.data_ptr<float>(), p.rstd.data_ptr<float>());
+  return p;
 }
 
-// dx, dgain, dshift of a norm from dout; dshift undefined for rmsnorm.
-std::array<Tensor, 3> norm_backward(const NormImpl& n, const Tensor& dout, const Tensor& x, const NormPass& p) {
-  if (!n.rms) {
-    auto [dx, dg, db] = at::native_layer_norm_backward(dout, x, {x.size(1)}, p.mean, p.rstd, n.gain, n.shift,
-                                                       {true, true, true});
-    return {dx, dg, db};
-  }
-  // y = xhat g, xhat = x r: dx = r (dxhat - xhat mean(dxhat xhat)), dxhat = dout g
-  auto xhat = x * p.rstd;
-  auto dxhat = dout * n.gain;
-  auto dx = (dxhat - xhat * (dxhat * xhat).mean(-1, /*keepdim=*/true)) * p.rstd;
-  return {dx, (dout * xhat).sum(0), Tensor()};
+// base + dx of a norm from dout, dgain, dshift (undefined for rmsnorm).
+std::array<Tensor, 3> run_norm_backward(const NormImpl& n, const Tensor& dout, const Tensor& x, const NormPass& p,
+                                        const Tensor& base) {
+  std::array<Tensor, 3> g{torch::empty_like(x), torch::empty_like(n.gain),
+                          n.rms ? Tensor() : torch::empty_like(n.gain)};
+  norm_backward(norm_shape(n, x), x.data_ptr<float>(), n.gain.data_ptr<float>(),
+                n.rms ? nullptr : p.mean.data_ptr<float>(), p.rstd.data_ptr<float>(), dout.data_ptr<float>(),
+                base.data_ptr<float>(), g[0].data_ptr<float>(), g[1].data_ptr<float>(),
+                n.rms ? nullptr : g[2].data_ptr<float>());
+  return g;
 }
 
 // x W^T (+ b), and base + alpha (x W^T + b) for the residual branches.
@@ -110,7 +109,7 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
     const Tensor x = x3.reshape({B * T, W});
     const Tensor cos = in[kCos].contiguous(), sin = in[kSin].contiguous();
 
-    NormPass n1 = norm_forward(*block->norm1, x);
+    NormPass n1 = run_norm(*block->norm1, x);
     Tensor qkv = project(n1.out, in[kWqkv], in[kBqkv]);
     Tensor y = torch::empty({B * T, W}, x.options());
     Tensor lse = torch::empty({B, block->attn->heads, T}, x.options());
@@ -121,7 +120,7 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
     });
     Tensor h = project_residual(x, r, y, in[kWo], in[kBo]);
 
-    NormPass n2 = norm_forward(*block->norm2, h);
+    NormPass n2 = run_norm(*block->norm2, h);
     Tensor u = project(n2.out, in[kWfc], in[kBfc]), g, silu_g, act;
     if (block->mlp->swiglu) {
       g = project(n2.out, in[kWgate], in[kBgate]);
@@ -171,9 +170,8 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
       grad[kWgate] = lg.dw, grad[kBgate] = lg.db;
       dn2.addmm_(dg, w_gate);
     }
-    auto [dh_norm, dg2, db2] = norm_backward(*block->norm2, dn2, h, n2);
+    auto [dh, dg2, db2] = run_norm_backward(*block->norm2, dn2, h, n2, dout);
     grad[kG2] = dg2, grad[kB2] = db2;
-    Tensor dh = dh_norm.add_(dout);
 
     // attention branch: h = x + r (y Wo^T + bo)
     LinearGrads lo = linear_backward(dh, r, y, w_o, bias, true);
@@ -188,9 +186,9 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
     });
     LinearGrads lqkv = linear_backward(dqkv, 1.0, n1.out, w_qkv, bias, true);
     grad[kWqkv] = lqkv.dw, grad[kBqkv] = lqkv.db;
-    auto [dx_norm, dg1, db1] = norm_backward(*block->norm1, lqkv.dx, x, n1);
+    auto [dx, dg1, db1] = run_norm_backward(*block->norm1, lqkv.dx, x, n1, dh);
     grad[kG1] = dg1, grad[kB1] = db1;
-    grad[kX] = dx_norm.add_(dh).view({B, T, W});
+    grad[kX] = dx.view({B, T, W});
 
     const int64_t present = ctx->saved_data["present"].toInt();
     variable_list result{Tensor(), Tensor()};  // block, present

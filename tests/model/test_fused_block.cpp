@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "model/attention_kernel.h"
+#include "model/block_kernels.h"
 #include "model/model.h"
 #include "model/model_config.h"
 
@@ -81,7 +81,7 @@ ModelConfig shape(int width, int head_dim, int seq) {
 }  // namespace
 
 TEST_CASE("fused block: loss and every gradient equal the aten block's to 1e-5, every block option") {
-  INFO("attention kernel " << attention_kernel_name());
+  INFO("attention kernel " << block_kernels_name());
   struct Case {
     int width, head_dim, seq, T;  // T: the batch's length, <= seq
     const char *mlp, *norm, *param;

@@ -1,6 +1,6 @@
 #pragma once
-// Causal softmax attention with rotary embeddings for one (sequence, head) at a time, in
-// plain loops: the fused block's attention (model/fused_block.h). At head dim 16 and
+// The fused block's loops (model/fused_block.h): causal softmax attention with rotary
+// embeddings for one (sequence, head) at a time, and the pre-norms row by row. At head dim 16 and
 // seq 64 a batched GEMM spends more on packing and dispatch than on arithmetic, and the
 // ATen form takes a dozen ops (RoPE, cat, baddbmm, softmax, bmm, transposes) each way.
 // Torch-free; AVX2+FMA when the CPU has it (chosen at run time), a portable loop otherwise.
@@ -28,7 +28,21 @@ void attention_backward(const AttentionShape& s, int64_t sequences, const float*
                         const float* sin, const float* y, const float* lse, const float* dy, float dy_scale,
                         float* dqkv);
 
-// "avx2" or "portable": the kernel the two functions above run.
-const char* attention_kernel_name();
+// Layernorm (centered, shift optional) or rmsnorm (not centered, no shift) of rows [rows, W]:
+//   y = (x - mean) rstd gain (+ shift),  rstd = 1 / sqrt(mean((x - mean)^2) + eps)
+struct NormShape {
+  int64_t rows, width;
+  bool centered;
+  float eps;
+};
+// mean [rows] may be null (rmsnorm); rstd [rows] is written.
+void norm_forward(const NormShape& n, const float* x, const float* gain, const float* shift, float* y, float* mean,
+                  float* rstd);
+// dx = base + d norm / dx (base may be null), dgain, dshift (may be null) summed over rows.
+void norm_backward(const NormShape& n, const float* x, const float* gain, const float* mean, const float* rstd,
+                   const float* dy, const float* base, float* dx, float* dgain, float* dshift);
+
+// "avx2" or "portable": the kernels the functions above run.
+const char* block_kernels_name();
 
 }  // namespace shapelaw

@@ -1,4 +1,4 @@
-#include "model/attention_kernel.h"
+#include "model/block_kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,7 @@ namespace shapelaw {
 namespace avx2 {
 constexpr int kLanes = 8;
 #include "model/attention_kernel.inc"
+#include "model/norm_kernel.inc"
 }  // namespace avx2
 #pragma GCC pop_options
 #endif
@@ -21,6 +22,7 @@ constexpr int kLanes = 8;
 namespace portable {
 constexpr int kLanes = 4;
 #include "model/attention_kernel.inc"
+#include "model/norm_kernel.inc"
 }  // namespace portable
 
 namespace {
@@ -29,15 +31,18 @@ struct Kernel {
   const char* name;
   decltype(&portable::attention_forward) forward;
   decltype(&portable::attention_backward) backward;
+  decltype(&portable::norm_forward) norm_forward;
+  decltype(&portable::norm_backward) norm_backward;
 };
 
 Kernel best_kernel() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {"avx2", avx2::attention_forward, avx2::attention_backward};
+    return {"avx2", avx2::attention_forward, avx2::attention_backward, avx2::norm_forward, avx2::norm_backward};
 #endif
-  return {"portable", portable::attention_forward, portable::attention_backward};
+  return {"portable", portable::attention_forward, portable::attention_backward, portable::norm_forward,
+          portable::norm_backward};
 }
 
 const Kernel& kernel() {
@@ -58,6 +63,16 @@ void attention_backward(const AttentionShape& s, int64_t sequences, const float*
   kernel().backward(s, sequences, qkv, cos, sin, y, lse, dy, dy_scale, dqkv);
 }
 
-const char* attention_kernel_name() { return kernel().name; }
+void norm_forward(const NormShape& n, const float* x, const float* gain, const float* shift, float* y, float* mean,
+                  float* rstd) {
+  kernel().norm_forward(n, x, gain, shift, y, mean, rstd);
+}
+
+void norm_backward(const NormShape& n, const float* x, const float* gain, const float* mean, const float* rstd,
+                   const float* dy, const float* base, float* dx, float* dgain, float* dshift) {
+  kernel().norm_backward(n, x, gain, mean, rstd, dy, base, dx, dgain, dshift);
+}
+
+const char* block_kernels_name() { return kernel().name; }
 
 }  // namespace shapelaw
