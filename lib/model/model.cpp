@@ -178,7 +178,8 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
   auto h = hidden(tokens);
-  return head_cross_entropy(h.reshape({-1, h.size(-1)}), head_weight(), targets.reshape({-1}));
+  return head_cross_entropy(h.reshape({-1, h.size(-1)}), head_weight(), targets.reshape({-1}),
+                            /*small_width=*/config.block_impl == "fused");
 }
 
 std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model) {

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "model/block_kernels.h"
+#include "model/head_loss.h"
 #include "model/model.h"
 #include "model/model_config.h"
 
@@ -134,4 +135,26 @@ TEST_CASE("fused block: block_impl is validated and written to JSON only when no
   CHECK(model_config_from_json(to_json(c)).block_impl == "fused");
   c.block_impl = "triton";
   CHECK_THROWS_WITH(c.validate(), Catch::Contains("block_impl must be aten or fused"));
+}
+
+TEST_CASE("fused block: the small-width head equals the plain composition, any row count and thread count") {
+  const int threads_before = torch::get_num_threads();
+  for (int64_t width : {4, 8, 16, 32})
+    for (int64_t rows : {1, 37, 300})
+      for (int threads : {1, 2}) {
+        INFO(width << "W, " << rows << " rows, " << threads << " threads");
+        torch::set_num_threads(threads);
+        torch::manual_seed(5);
+        auto h = torch::randn({rows, width}).requires_grad_(true), w = torch::randn({203, width}).requires_grad_(true);
+        auto y = torch::randint(0, 203, {rows}, torch::kLong);
+        auto loss = head_cross_entropy(h, w, y, /*small_width=*/true);
+        loss.backward();
+        auto h0 = h.detach().clone().requires_grad_(true), w0 = w.detach().clone().requires_grad_(true);
+        auto plain = head_cross_entropy_unfused(h0, w0, y);
+        plain.backward();
+        CHECK(std::abs(loss.item<double>() - plain.item<double>()) < 1e-5 * std::abs(plain.item<double>()));
+        CHECK(relative_difference(h.grad(), h0.grad()) < 1e-5);
+        CHECK(relative_difference(w.grad(), w0.grad()) < 1e-5);
+      }
+  torch::set_num_threads(threads_before);
 }
