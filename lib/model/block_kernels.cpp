@@ -14,7 +14,7 @@ namespace shapelaw {
 namespace avx2 {
 constexpr int kLanes = 8;
 #include "model/attention_kernel.inc"
-#include "model/norm_kernel.inc"
+#include "model/rows_kernel.inc"
 }  // namespace avx2
 #pragma GCC pop_options
 #endif
@@ -22,7 +22,7 @@ constexpr int kLanes = 8;
 namespace portable {
 constexpr int kLanes = 4;
 #include "model/attention_kernel.inc"
-#include "model/norm_kernel.inc"
+#include "model/rows_kernel.inc"
 }  // namespace portable
 
 namespace {
@@ -33,16 +33,19 @@ struct Kernel {
   decltype(&portable::attention_backward) backward;
   decltype(&portable::norm_forward) norm_forward;
   decltype(&portable::norm_backward) norm_backward;
+  decltype(&portable::gelu_forward) gelu_forward;
+  decltype(&portable::gelu_backward) gelu_backward;
 };
 
 Kernel best_kernel() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {"avx2", avx2::attention_forward, avx2::attention_backward, avx2::norm_forward, avx2::norm_backward};
+    return {"avx2",           avx2::attention_forward, avx2::attention_backward, avx2::norm_forward,
+            avx2::norm_backward, avx2::gelu_forward,      avx2::gelu_backward};
 #endif
-  return {"portable", portable::attention_forward, portable::attention_backward, portable::norm_forward,
-          portable::norm_backward};
+  return {"portable",          portable::attention_forward, portable::attention_backward, portable::norm_forward,
+          portable::norm_backward, portable::gelu_forward,      portable::gelu_backward};
 }
 
 const Kernel& kernel() {
@@ -71,6 +74,12 @@ void norm_forward(const NormShape& n, const float* x, const float* gain, const f
 void norm_backward(const NormShape& n, const float* x, const float* gain, const float* mean, const float* rstd,
                    const float* dy, const float* base, float* dx, float* dgain, float* dshift) {
   kernel().norm_backward(n, x, gain, mean, rstd, dy, base, dx, dgain, dshift);
+}
+
+void gelu_forward(int64_t n, const float* x, float* y) { kernel().gelu_forward(n, x, y); }
+
+void gelu_backward(int64_t n, const float* x, const float* dy, float scale, float* dx) {
+  kernel().gelu_backward(n, x, dy, scale, dx);
 }
 
 const char* block_kernels_name() { return kernel().name; }

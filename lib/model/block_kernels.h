@@ -1,6 +1,6 @@
 #pragma once
 // The fused block's loops (model/fused_block.h): causal softmax attention with rotary
-// embeddings for one (sequence, head) at a time, and the pre-norms row by row. At head dim 16 and
+// embeddings for one (sequence, head) at a time, the pre-norms row by row, and GELU. At head dim 16 and
 // seq 64 a batched GEMM spends more on packing and dispatch than on arithmetic, and the
 // ATen form takes a dozen ops (RoPE, cat, baddbmm, softmax, bmm, transposes) each way.
 // Torch-free; AVX2+FMA when the CPU has it (chosen at run time), a portable loop otherwise.
@@ -41,6 +41,10 @@ void norm_forward(const NormShape& n, const float* x, const float* gain, const f
 // dx = base + d norm / dx (base may be null), dgain, dshift (may be null) summed over rows.
 void norm_backward(const NormShape& n, const float* x, const float* gain, const float* mean, const float* rstd,
                    const float* dy, const float* base, float* dx, float* dgain, float* dshift);
+
+// The exact (erf) GELU, y = x Phi(x), and dx = scale dy GELU'(x), over n floats.
+void gelu_forward(int64_t n, const float* x, float* y);
+void gelu_backward(int64_t n, const float* x, const float* dy, float scale, float* dx);
 
 // "avx2" or "portable": the kernels the functions above run.
 const char* block_kernels_name();

@@ -127,7 +127,8 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
       silu_g = at::silu(g);
       act = silu_g * u;
     } else {
-      act = at::gelu(u);
+      act = torch::empty_like(u);
+      gelu_forward(u.numel(), u.data_ptr<float>(), act.data_ptr<float>());
     }
     Tensor out = project_residual(h, r, act, in[kW2], in[kB2mlp]);
 
@@ -154,13 +155,14 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
     // MLP branch: out = h + r (act W2^T + b2)
     LinearGrads l2 = linear_backward(dout, r, act, w2, bias, true);
     grad[kW2] = l2.dw, grad[kB2mlp] = l2.db;
-    Tensor dact = r == 1.0 ? l2.dx : l2.dx.mul_(r);
     Tensor du, dg;
     if (block->mlp->swiglu) {
+      Tensor dact = r == 1.0 ? l2.dx : l2.dx.mul_(r);
       du = dact * silu_g;
       dg = at::silu_backward(dact * u, g);
     } else {
-      du = at::gelu_backward(dact, u);
+      du = torch::empty_like(u);
+      gelu_backward(u.numel(), u.data_ptr<float>(), l2.dx.data_ptr<float>(), float(r), du.data_ptr<float>());
     }
     LinearGrads lfc = linear_backward(du, 1.0, n2.out, w_fc, bias, true);
     grad[kWfc] = lfc.dw, grad[kBfc] = lfc.db;
