@@ -34,18 +34,17 @@ struct Kernel {
   decltype(&portable::norm_forward) norm_forward;
   decltype(&portable::norm_backward) norm_backward;
   decltype(&portable::gelu_forward) gelu_forward;
-  decltype(&portable::gelu_backward) gelu_backward;
 };
 
 Kernel best_kernel() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {"avx2",           avx2::attention_forward, avx2::attention_backward, avx2::norm_forward,
-            avx2::norm_backward, avx2::gelu_forward,      avx2::gelu_backward};
+    return {"avx2", avx2::attention_forward, avx2::attention_backward, avx2::norm_forward, avx2::norm_backward,
+            avx2::gelu_forward};
 #endif
   return {"portable",          portable::attention_forward, portable::attention_backward, portable::norm_forward,
-          portable::norm_backward, portable::gelu_forward,      portable::gelu_backward};
+          portable::norm_backward, portable::gelu_forward};
 }
 
 const Kernel& kernel() {
@@ -76,11 +75,7 @@ void norm_backward(const NormShape& n, const float* x, const float* gain, const 
   kernel().norm_backward(n, x, gain, mean, rstd, dy, base, dx, dgain, dshift);
 }
 
-void gelu_forward(int64_t n, const float* x, float* y) { kernel().gelu_forward(n, x, y); }
-
-void gelu_backward(int64_t n, const float* x, const float* dy, float scale, float* dx) {
-  kernel().gelu_backward(n, x, dy, scale, dx);
-}
+void gelu_forward(int64_t n, const float* x, float* y, float* dydx) { kernel().gelu_forward(n, x, y, dydx); }
 
 const char* block_kernels_name() { return kernel().name; }
 

@@ -42,9 +42,8 @@ void norm_forward(const NormShape& n, const float* x, const float* gain, const f
 void norm_backward(const NormShape& n, const float* x, const float* gain, const float* mean, const float* rstd,
                    const float* dy, const float* base, float* dx, float* dgain, float* dshift);
 
-// The exact (erf) GELU, y = x Phi(x), and dx = scale dy GELU'(x), over n floats.
-void gelu_forward(int64_t n, const float* x, float* y);
-void gelu_backward(int64_t n, const float* x, const float* dy, float scale, float* dx);
+// The exact (erf) GELU over n floats: y = x Phi(x) and dydx = GELU'(x) = Phi(x) + x phi(x).
+void gelu_forward(int64_t n, const float* x, float* y, float* dydx);
 
 // "avx2" or "portable": the kernels the functions above run.
 const char* block_kernels_name();

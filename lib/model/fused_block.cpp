@@ -127,8 +127,11 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
       silu_g = at::silu(g);
       act = silu_g * u;
     } else {
+      // u is needed in backward only through GELU'(u): keep that instead
       act = torch::empty_like(u);
-      gelu_forward(u.numel(), u.data_ptr<float>(), act.data_ptr<float>());
+      Tensor slope = torch::empty_like(u);
+      gelu_forward(u.numel(), u.data_ptr<float>(), act.data_ptr<float>(), slope.data_ptr<float>());
+      u = slope;
     }
     Tensor out = project_residual(h, r, act, in[kW2], in[kB2mlp]);
 
@@ -142,6 +145,7 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
     auto* block = reinterpret_cast<BlockImpl*>(ctx->saved_data["block"].toInt());
     const auto s = ctx->get_saved_variables();
+    // u: the MLP's pre-activation, for gelu its GELU' instead (see forward)
     const Tensor &x = s[0], &cos = s[1], &sin = s[2], &qkv = s[6], &y = s[7], &lse = s[8], &h = s[9], &u = s[13],
                  &g = s[14], &silu_g = s[15], &act = s[16], &w_qkv = s[17], &w_o = s[18], &w_fc = s[19],
                  &w_gate = s[20], &w2 = s[21];
@@ -161,8 +165,7 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
       du = dact * silu_g;
       dg = at::silu_backward(dact * u, g);
     } else {
-      du = torch::empty_like(u);
-      gelu_backward(u.numel(), u.data_ptr<float>(), l2.dx.data_ptr<float>(), float(r), du.data_ptr<float>());
+      du = r == 1.0 ? l2.dx.mul_(u) : l2.dx.mul_(u).mul_(r);  // u: GELU'(u), saved by forward
     }
     LinearGrads lfc = linear_backward(du, 1.0, n2.out, w_fc, bias, true);
     grad[kWfc] = lfc.dw, grad[kBfc] = lfc.db;
