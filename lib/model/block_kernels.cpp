@@ -13,6 +13,8 @@ namespace shapelaw {
 #pragma GCC target("avx2,fma")
 namespace avx2 {
 constexpr int kLanes = 8;
+#include "model/vector_math.inc"
+#include "model/gemm_kernel.inc"
 #include "model/attention_kernel.inc"
 #include "model/rows_kernel.inc"
 }  // namespace avx2
@@ -21,6 +23,8 @@ constexpr int kLanes = 8;
 
 namespace portable {
 constexpr int kLanes = 4;
+#include "model/vector_math.inc"
+#include "model/gemm_kernel.inc"
 #include "model/attention_kernel.inc"
 #include "model/rows_kernel.inc"
 }  // namespace portable
@@ -34,6 +38,7 @@ struct Kernel {
   decltype(&portable::norm_forward) norm_forward;
   decltype(&portable::norm_backward) norm_backward;
   decltype(&portable::gelu_forward) gelu_forward;
+  decltype(&portable::gemm) gemm;
 };
 
 Kernel best_kernel() {
@@ -41,10 +46,10 @@ Kernel best_kernel() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return {"avx2", avx2::attention_forward, avx2::attention_backward, avx2::norm_forward, avx2::norm_backward,
-            avx2::gelu_forward};
+            avx2::gelu_forward, avx2::gemm};
 #endif
   return {"portable",          portable::attention_forward, portable::attention_backward, portable::norm_forward,
-          portable::norm_backward, portable::gelu_forward};
+          portable::norm_backward, portable::gelu_forward, portable::gemm};
 }
 
 const Kernel& kernel() {
@@ -76,6 +81,10 @@ void norm_backward(const NormShape& n, const float* x, const float* gain, const 
 }
 
 void gelu_forward(int64_t n, const float* x, float* y, float* dydx) { kernel().gelu_forward(n, x, y, dydx); }
+
+bool gemm_fits(int64_t M, int64_t N) { return M % 4 == 0 && N % 16 == 0; }
+
+void gemm(const Gemm& g) { kernel().gemm(g); }
 
 const char* block_kernels_name() { return kernel().name; }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The fused block's loops (model/fused_block.h): causal softmax attention with rotary
-// embeddings for one (sequence, head) at a time, the pre-norms row by row, and GELU. At head dim 16 and
+// embeddings for one (sequence, head) at a time, the pre-norms row by row, GELU, and the
+// small GEMMs of the projections. At head dim 16 and
 // seq 64 a batched GEMM spends more on packing and dispatch than on arithmetic, and the
 // ATen form takes a dozen ops (RoPE, cat, baddbmm, softmax, bmm, transposes) each way.
 // Torch-free; AVX2+FMA when the CPU has it (chosen at run time), a portable loop otherwise.
@@ -44,6 +45,22 @@ void norm_backward(const NormShape& n, const float* x, const float* gain, const 
 
 // The exact (erf) GELU over n floats: y = x Phi(x) and dydx = GELU'(x) = Phi(x) + x phi(x).
 void gelu_forward(int64_t n, const float* x, float* y, float* dydx);
+
+// C[m, n] = base[m, n] + alpha (sum_k A[m a_row + k a_col] B[k b_row + n] + bias[n]) for
+// m < M, n < N (base and bias may be null; base has C's row stride). Only where gemm_fits.
+struct Gemm {
+  int64_t M, N, K;
+  const float* A;
+  int64_t a_row, a_col;
+  const float* B;
+  int64_t b_row;
+  float* C;
+  int64_t c_row;
+  float alpha;
+  const float *base, *bias;
+};
+bool gemm_fits(int64_t M, int64_t N);  // M a multiple of 4, N of 16
+void gemm(const Gemm& g);
 
 // "avx2" or "portable": the kernels the functions above run.
 const char* block_kernels_name();

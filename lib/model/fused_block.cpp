@@ -66,12 +66,44 @@ std::array<Tensor, 3> run_norm_backward(const NormImpl& n, const Tensor& dout, c
   return g;
 }
 
-// x W^T (+ b), and base + alpha (x W^T + b) for the residual branches.
-Tensor project(const Tensor& x, const Tensor& w, const Tensor& b) {
-  return b.defined() ? at::addmm(b, x, w.t()) : at::mm(x, w.t());
+// The block's products on block_kernels' GEMM where the shapes fit (rows a multiple of 4,
+// output columns of 16), on ATen's otherwise. All operands contiguous, rows first.
+Gemm gemm_of(const Tensor& a, int64_t a_row, int64_t a_col, const Tensor& b, const Tensor& c, int64_t K) {
+  return {c.size(0), c.size(1), K, a.data_ptr<float>(), a_row, a_col, b.data_ptr<float>(), c.size(1),
+          c.data_ptr<float>(), c.size(1), 1.0f, nullptr, nullptr};
 }
-Tensor project_residual(const Tensor& base, double alpha, const Tensor& x, const Tensor& w, const Tensor& b) {
-  return at::addmm(b.defined() ? base + alpha * b : base, x, w.t(), 1.0, alpha);
+
+// base + alpha (x W^T + b); base and b may be undefined.
+Tensor project(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& base = {}, double alpha = 1.0) {
+  const int64_t M = x.size(0), N = w.size(0), K = w.size(1);
+  if (!gemm_fits(M, N)) {
+    if (!base.defined()) return b.defined() ? at::addmm(b, x, w.t()) : at::mm(x, w.t());
+    return at::addmm(b.defined() ? base + alpha * b : base, x, w.t(), 1.0, alpha);
+  }
+  Tensor out = torch::empty({M, N}, x.options()), w_t = w.t().contiguous();
+  Gemm g = gemm_of(x, K, 1, w_t, out, K);
+  g.alpha = float(alpha), g.base = base.defined() ? base.data_ptr<float>() : nullptr;
+  g.bias = b.defined() ? b.data_ptr<float>() : nullptr;
+  gemm(g);
+  return out;
+}
+
+// dy [M, N] times w [N, K]
+Tensor times(const Tensor& dy, const Tensor& w) {
+  if (!gemm_fits(dy.size(0), w.size(1))) return at::mm(dy, w);
+  Tensor out = torch::empty({dy.size(0), w.size(1)}, dy.options());
+  gemm(gemm_of(dy, dy.size(1), 1, w, out, w.size(0)));
+  return out;
+}
+
+// scale dy^T x: dy [M, N], x [M, K]
+Tensor transposed_times(const Tensor& dy, const Tensor& x, double scale) {
+  if (!gemm_fits(dy.size(1), x.size(1))) return scale == 1.0 ? at::mm(dy.t(), x) : at::mm(dy.t(), x).mul_(scale);
+  Tensor out = torch::empty({dy.size(1), x.size(1)}, dy.options());
+  Gemm g = gemm_of(dy, 1, dy.size(1), x, out, dy.size(0));
+  g.alpha = float(scale);
+  gemm(g);
+  return out;
 }
 
 // The gradients of a linear layer y = x W^T + b given dy (times `scale`): dW, db; dx if wanted.
@@ -81,9 +113,9 @@ struct LinearGrads {
 LinearGrads linear_backward(const Tensor& dy, double scale, const Tensor& x, const Tensor& w, bool has_bias,
                             bool want_dx) {
   LinearGrads g;
-  g.dw = scale == 1.0 ? at::mm(dy.t(), x) : at::mm(dy.t(), x).mul_(scale);
+  g.dw = transposed_times(dy, x, scale);
   if (has_bias) g.db = scale == 1.0 ? dy.sum(0) : dy.sum(0).mul_(scale);
-  if (want_dx) g.dx = at::mm(dy, w);
+  if (want_dx) g.dx = times(dy, w);
   return g;
 }
 
@@ -118,7 +150,7 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
       attention_forward(shape, n, qkv.data_ptr<float>() + b * T * 3 * W, cos.data_ptr<float>(), sin.data_ptr<float>(),
                         y.data_ptr<float>() + b * T * W, lse.data_ptr<float>() + b * shape.H * T);
     });
-    Tensor h = project_residual(x, r, y, in[kWo], in[kBo]);
+    Tensor h = project(y, in[kWo], in[kBo], x, r);
 
     NormPass n2 = run_norm(*block->norm2, h);
     Tensor u = project(n2.out, in[kWfc], in[kBfc]), g, silu_g, act;
@@ -133,7 +165,7 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
       gelu_forward(u.numel(), u.data_ptr<float>(), act.data_ptr<float>(), slope.data_ptr<float>());
       u = slope;
     }
-    Tensor out = project_residual(h, r, act, in[kW2], in[kB2mlp]);
+    Tensor out = project(act, in[kW2], in[kB2mlp], h, r);
 
     ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
     ctx->saved_data["present"] = present;
@@ -173,7 +205,7 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
     if (dg.defined()) {
       LinearGrads lg = linear_backward(dg, 1.0, n2.out, w_gate, bias, false);
       grad[kWgate] = lg.dw, grad[kBgate] = lg.db;
-      dn2.addmm_(dg, w_gate);
+      dn2.add_(times(dg, w_gate));
     }
     auto [dh, dg2, db2] = run_norm_backward(*block->norm2, dn2, h, n2, dout);
     grad[kG2] = dg2, grad[kB2] = db2;
