@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace shapelaw {
@@ -41,19 +42,22 @@ struct Kernel {
   decltype(&portable::gemm) gemm;
 };
 
-Kernel best_kernel() {
+// The kernels this CPU runs, best first.
+std::vector<Kernel> available() {
+  std::vector<Kernel> kernels;
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {"avx2", avx2::attention_forward, avx2::attention_backward, avx2::norm_forward, avx2::norm_backward,
-            avx2::gelu_forward, avx2::gemm};
+    kernels.push_back({"avx2", avx2::attention_forward, avx2::attention_backward, avx2::norm_forward,
+                       avx2::norm_backward, avx2::gelu_forward, avx2::gemm});
 #endif
-  return {"portable",          portable::attention_forward, portable::attention_backward, portable::norm_forward,
-          portable::norm_backward, portable::gelu_forward, portable::gemm};
+  kernels.push_back({"portable", portable::attention_forward, portable::attention_backward, portable::norm_forward,
+                     portable::norm_backward, portable::gelu_forward, portable::gemm});
+  return kernels;
 }
 
-const Kernel& kernel() {
-  static const Kernel k = best_kernel();
+Kernel& kernel() {
+  static Kernel k = available().front();
   return k;
 }
 
@@ -87,5 +91,16 @@ bool gemm_fits(int64_t M, int64_t N) { return M % 4 == 0 && N % 16 == 0; }
 void gemm(const Gemm& g) { kernel().gemm(g); }
 
 const char* block_kernels_name() { return kernel().name; }
+
+std::vector<std::string> block_kernel_names() {
+  std::vector<std::string> names;
+  for (const Kernel& k : available()) names.push_back(k.name);
+  return names;
+}
+
+void use_block_kernels(const std::string& name) {
+  for (const Kernel& k : available())
+    if (name == k.name) kernel() = k;
+}
 
 }  // namespace shapelaw

@@ -11,6 +11,8 @@
 // [T, W], lse [H, T]. The forward pass keeps only lse (log-sum-exp of each score row, [T] per head):
 // backward recomputes the probabilities from q, k and lse instead of storing [T, T].
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace shapelaw {
 
@@ -62,7 +64,10 @@ struct Gemm {
 bool gemm_fits(int64_t M, int64_t N);  // M a multiple of 4, N of 16
 void gemm(const Gemm& g);
 
-// "avx2" or "portable": the kernels the functions above run.
+// "avx2" or "portable": the kernels the functions above run (the best this CPU has).
 const char* block_kernels_name();
+// For tests: every kernel set this CPU runs, and switching to one (not thread-safe).
+std::vector<std::string> block_kernel_names();
+void use_block_kernels(const std::string& name);
 
 }  // namespace shapelaw

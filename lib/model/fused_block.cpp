@@ -73,6 +73,19 @@ Gemm gemm_of(const Tensor& a, int64_t a_row, int64_t a_col, const Tensor& b, con
           c.data_ptr<float>(), c.size(1), 1.0f, nullptr, nullptr};
 }
 
+// g over the intra-op threads, split by rows of C (tiles of 4; each row's sum is one
+// thread's, so the result does not depend on the thread count).
+void parallel_gemm(const Gemm& g) {
+  at::parallel_for(0, g.M / 4, /*grain_size=*/32, [&](int64_t begin, int64_t end) {
+    Gemm part = g;
+    part.M = (end - begin) * 4;
+    part.A += begin * 4 * g.a_row;
+    part.C += begin * 4 * g.c_row;
+    if (part.base) part.base += begin * 4 * g.c_row;
+    gemm(part);
+  });
+}
+
 // base + alpha (x W^T + b); base and b may be undefined.
 Tensor project(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& base = {}, double alpha = 1.0) {
   const int64_t M = x.size(0), N = w.size(0), K = w.size(1);
@@ -84,7 +97,7 @@ Tensor project(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& 
   Gemm g = gemm_of(x, K, 1, w_t, out, K);
   g.alpha = float(alpha), g.base = base.defined() ? base.data_ptr<float>() : nullptr;
   g.bias = b.defined() ? b.data_ptr<float>() : nullptr;
-  gemm(g);
+  parallel_gemm(g);
   return out;
 }
 
@@ -92,7 +105,7 @@ Tensor project(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& 
 Tensor times(const Tensor& dy, const Tensor& w) {
   if (!gemm_fits(dy.size(0), w.size(1))) return at::mm(dy, w);
   Tensor out = torch::empty({dy.size(0), w.size(1)}, dy.options());
-  gemm(gemm_of(dy, dy.size(1), 1, w, out, w.size(0)));
+  parallel_gemm(gemm_of(dy, dy.size(1), 1, w, out, w.size(0)));
   return out;
 }
 
@@ -102,7 +115,7 @@ Tensor transposed_times(const Tensor& dy, const Tensor& x, double scale) {
   Tensor out = torch::empty({dy.size(1), x.size(1)}, dy.options());
   Gemm g = gemm_of(dy, 1, dy.size(1), x, out, dy.size(0));
   g.alpha = float(scale);
-  gemm(g);
+  parallel_gemm(g);
   return out;
 }
 

@@ -81,28 +81,40 @@ ModelConfig shape(int width, int head_dim, int seq) {
 
 }  // namespace
 
-TEST_CASE("fused block: loss and every gradient equal the aten block's to 1e-5, every block option") {
-  INFO("attention kernel " << block_kernels_name());
+TEST_CASE("fused block: loss and every gradient equal the aten block's to 1e-5, every block option and kernel") {
   struct Case {
     int width, head_dim, seq, T;  // T: the batch's length, <= seq
     const char *mlp, *norm, *param;
     bool bias;
   };
+  // batches of 3: 3 T rows, a multiple of 4 or not (block_kernels' GEMM or ATen's)
   const Case cases[] = {
-      {16, 16, 64, 64, "gelu", "layernorm", "sp", false},      // the micro-study's block
-      {12, 4, 16, 7, "gelu", "layernorm", "sp", true},         // 3 heads, odd length, shorter than seq
-      {6, 2, 9, 9, "swiglu", "rmsnorm", "mup", true},          // head dim 2, attention scale 1/d
+      {16, 16, 64, 64, "gelu", "layernorm", "sp", false},          // the micro-study's block
+      {12, 4, 16, 7, "gelu", "layernorm", "sp", true},             // 3 heads, odd length, shorter than seq
+      {6, 2, 9, 9, "swiglu", "rmsnorm", "mup", true},              // head dim 2, attention scale 1/d
       {24, 8, 40, 37, "swiglu", "layernorm", "completep", false},  // residual multiplier != 1
       {16, 8, 20, 20, "gelu", "rmsnorm", "completep", true},
   };
-  for (const Case& k : cases) {
-    ModelConfig c = shape(k.width, k.head_dim, k.seq);
-    c.mlp = k.mlp, c.norm = k.norm, c.param = k.param, c.bias = k.bias;
-    if (c.param == std::string("completep")) c.base_depth = 1, c.base_width = 8;
-    INFO(k.width << "W head " << k.head_dim << " T " << k.T << " " << k.mlp << " " << k.norm << " " << k.param
-                 << (k.bias ? " bias" : ""));
-    check_close(run(c, "fused", false, k.T), run(c, "aten", false, k.T), 1e-5);
+  for (const std::string& kernels : block_kernel_names()) {
+    use_block_kernels(kernels);
+    for (const Case& k : cases) {
+      ModelConfig c = shape(k.width, k.head_dim, k.seq);
+      c.mlp = k.mlp, c.norm = k.norm, c.param = k.param, c.bias = k.bias;
+      if (c.param == std::string("completep")) c.base_depth = 1, c.base_width = 8;
+      INFO(kernels << " kernels, " << k.width << "W head " << k.head_dim << " T " << k.T << " " << k.mlp << " "
+                   << k.norm << " " << k.param << (k.bias ? " bias" : ""));
+      check_close(run(c, "fused", false, k.T), run(c, "aten", false, k.T), 1e-5);
+    }
   }
+  use_block_kernels(block_kernel_names().front());
+}
+
+TEST_CASE("fused block: the micro-study's block on two threads") {
+  const int threads_before = torch::get_num_threads();
+  torch::set_num_threads(2);
+  const ModelConfig c = shape(16, 16, 64);
+  check_close(run(c, "fused", false, 64), run(c, "aten", false, 64), 1e-5);
+  torch::set_num_threads(threads_before);
 }
 
 TEST_CASE("fused block: with activation checkpointing, gradients bit-identical to fused without") {
