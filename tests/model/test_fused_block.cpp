@@ -125,7 +125,7 @@ TEST_CASE("fused block: with activation checkpointing, gradients bit-identical t
   check_close(recomputed, run(c, "aten", true, 24), 1e-5);
 }
 
-TEST_CASE("fused block: no gradient wanted, the same logits; where it does not apply, the aten block") {
+TEST_CASE("fused block: no gradient wanted, the same logits, and where it does not apply the aten block") {
   ModelConfig c = shape(16, 8, 12);
   auto logits = [&](const std::string& impl) {
     c.block_impl = impl;
