@@ -9,26 +9,9 @@
 
 namespace shapelaw {
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-namespace avx2 {
-constexpr int kLanes = 8;
-#include "model/vector_math.inc"
-#include "model/gemm_kernel.inc"
-#include "model/attention_kernel.inc"
-#include "model/rows_kernel.inc"
-}  // namespace avx2
-#pragma GCC pop_options
-#endif
-
-namespace portable {
-constexpr int kLanes = 4;
-#include "model/vector_math.inc"
-#include "model/gemm_kernel.inc"
-#include "model/attention_kernel.inc"
-#include "model/rows_kernel.inc"
-}  // namespace portable
+#define SHAPELAW_ISA_BODY "model/block_kernels.inc"
+#include "model/isa_namespaces.inc"
+#undef SHAPELAW_ISA_BODY
 
 namespace {
 

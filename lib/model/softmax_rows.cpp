@@ -1,38 +1,18 @@
 #include "model/softmax_rows.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 namespace shapelaw {
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-namespace avx512 {
-constexpr int kLanes = 16;
-#include "model/softmax_rows_kernel.inc"
-#include "model/head_kernel.inc"
-}  // namespace avx512
-#pragma GCC pop_options
-
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-namespace avx2 {
-constexpr int kLanes = 8;
-#include "model/softmax_rows_kernel.inc"
-#include "model/head_kernel.inc"
-}  // namespace avx2
-#pragma GCC pop_options
-#endif
-
-namespace portable {
-constexpr int kLanes = 4;
-#include "model/softmax_rows_kernel.inc"
-#include "model/head_kernel.inc"
-}  // namespace portable
+#define SHAPELAW_ISA_AVX512
+#define SHAPELAW_ISA_BODY "model/softmax_rows_kernel.inc"
+#include "model/isa_namespaces.inc"
+#undef SHAPELAW_ISA_BODY
+#undef SHAPELAW_ISA_AVX512
 
 std::vector<SoftmaxRowsKernel> available_kernels() {
   std::vector<SoftmaxRowsKernel> kernels;
