@@ -1,7 +1,6 @@
 #include "model/model.h"
 
 #include <cmath>
-
 #include <iostream>
 
 #include "model/fused_block.h"

@@ -33,10 +33,11 @@ struct ModelConfig {
   double output_mult = 1.0;        // mup/completep logits: output_mult / m_w * h U^T
   std::string attn_scale = "auto";  // auto (sp: 1/sqrt(d), else 1/d) | inv-sqrt | inv
   std::string resid_init = "auto";  // auto (sp: sigma/sqrt(2D) on residual outputs, else none) | depth | none
-  // How a block is computed, not what: aten (one autograd op per tensor op) | fused (one
-  // node per block, model/fused_block.h; equal to aten up to float rounding). Binding,
-  // since the rounding differs; written to JSON only when not aten, so the records of
-  // runs made before it existed, and of every aten run, are unchanged.
+  // How the model is computed, not what: aten (one autograd op per tensor op) | fused (one
+  // node per block, model/fused_block.h, and at small widths the output head in one pass,
+  // model/head_loss.h; equal to aten up to float rounding). Binding, since the rounding
+  // differs; written to JSON only when not aten, so the records of runs made before it
+  // existed, and of every aten run, are unchanged.
   std::string block_impl = "aten";
 
   int heads() const { return width / head_dim; }
@@ -95,7 +96,7 @@ void visit_model_options(Config& c, F&& f) {
                true},
     c.resid_init);
   f(OptionInfo{"block_impl", "--block-impl",
-               "aten | fused (one autograd node per block, CPU float32; faster at small widths, equal up to rounding)",
+               "aten | fused (each block one autograd node, CPU float32: faster at small widths, equal up to rounding)",
                true, true},
     c.block_impl);
 }
