@@ -1,5 +1,7 @@
 #include "model/fused_block.h"
 
+#include <array>
+
 #include <ATen/Parallel.h>
 
 #include "model/block_kernels.h"
@@ -67,7 +69,8 @@ std::array<Tensor, 3> run_norm_backward(const NormImpl& n, const Tensor& dout, c
 }
 
 // The block's products on block_kernels' GEMM where the shapes fit (rows a multiple of 4,
-// output columns of 16), on ATen's otherwise. All operands contiguous, rows first.
+// output columns of 16), on ATen's otherwise. All operands contiguous, rows first; b's
+// rows are as long as c's.
 Gemm gemm_of(const Tensor& a, int64_t a_row, int64_t a_col, const Tensor& b, const Tensor& c, int64_t K) {
   return {c.size(0), c.size(1), K, a.data_ptr<float>(), a_row, a_col, b.data_ptr<float>(), c.size(1),
           c.data_ptr<float>(), c.size(1), 1.0f, nullptr, nullptr};
