@@ -202,7 +202,7 @@ def main():
     fpt = flops_per_token(a, model)
 
     timed = {"step": 0.0, "forward": 0.0, "backward": 0.0, "optimizer": 0.0}
-    losses = []
+    losses, step_seconds = [], []
     for step in range(a.steps):
         t0 = time.perf_counter()
         lr = 3e-4 * min(1.0, (step + 1) / 2)
@@ -233,6 +233,7 @@ def main():
         t1 = time.perf_counter()
         losses.append(loss_sum / accum)
         if step >= a.skip:
+            step_seconds.append(t1 - t0)
             timed["step"] += t1 - t0
             timed["forward"] += fwd
             timed["backward"] += bwd
@@ -242,7 +243,7 @@ def main():
     print(json.dumps({
         "impl": "pytorch", "torch_version": torch.__version__, "threads": torch.get_num_threads(),
         "tokens_per_s": tps, "mfu": fpt * tps / peak, "peak_flops": peak, "flops_per_token": fpt,
-        "step_ms": 1000 * timed["step"] / n, "forward_ms": 1000 * timed["forward"] / n,
+        "step_ms": 1000 * timed["step"] / n, "min_step_ms": 1000 * min(step_seconds), "forward_ms": 1000 * timed["forward"] / n,
         "backward_ms": 1000 * timed["backward"] / n, "optimizer_ms": 1000 * timed["optimizer"] / n,
         "timed_steps": n, "first_loss": losses[0], "last_loss": losses[-1]}))
 

@@ -1,5 +1,7 @@
 #include "model/head_loss.h"
 
+#include <algorithm>
+
 #include <ATen/Parallel.h>
 
 #include "model/softmax_rows.h"
@@ -38,6 +40,37 @@ struct FusedHeadCrossEntropy : torch::autograd::Function<FusedHeadCrossEntropy> 
   }
 };
 
+// Both gradients are computed in the forward pass (the kernel needs each row's softmax
+// once, while it is in L1); backward scales them.
+struct SmallWidthHead : torch::autograd::Function<SmallWidthHead> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& weight, const torch::Tensor& targets) {
+    const int64_t n = h.size(0), width = h.size(1), vocab = weight.size(0);
+    const torch::Tensor weight_t = weight.t().contiguous();
+    torch::Tensor loss = torch::empty({n}, h.options()), dh = torch::empty_like(h);
+    // rows split over the intra-op threads, each summing its own dU: fixed for a thread count
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / 64));
+    torch::Tensor partial = torch::zeros({chunks, vocab, width}, h.options());
+    at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        const int64_t first = c * n / chunks, last = (c + 1) * n / chunks;
+        head_rows({h.data_ptr<float>() + first * width, weight.data_ptr<float>(), weight_t.data_ptr<float>(),
+                   targets.data_ptr<int64_t>() + first, last - first, width, vocab, float(1.0 / double(n)),
+                   loss.data_ptr<float>() + first, dh.data_ptr<float>() + first * width,
+                   partial[c].data_ptr<float>()});
+      }
+    });
+    ctx->save_for_backward({dh, chunks == 1 ? partial[0] : partial.sum(0)});
+    return loss.mean();
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    return {saved[0] * grad_output[0], saved[1] * grad_output[0], torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,
@@ -45,11 +78,14 @@ torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Te
   return torch::nn::functional::cross_entropy(torch::matmul(h, weight.t()).to(torch::kFloat32), targets);
 }
 
-torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets) {
+torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
+                                 bool small_width) {
   const bool fusable = h.device().is_cpu() && h.scalar_type() == torch::kFloat32 &&
                        weight.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled() &&
                        torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
   if (!fusable) return head_cross_entropy_unfused(h, weight, targets);
+  if (small_width && head_rows_supported(h.size(1)))
+    return SmallWidthHead::apply(h.contiguous(), weight.contiguous(), targets.contiguous());
   return FusedHeadCrossEntropy::apply(h.contiguous(), weight, targets.contiguous());
 }
 

@@ -15,7 +15,11 @@ namespace shapelaw {
 // h [N, W], head weight [V, W], targets [N] (int64) -> scalar mean loss (fp32).
 // Fused on CPU in fp32 when a gradient is wanted; the plain composition otherwise
 // (CUDA, autocast, no-grad evaluation). Both give the same loss and gradients.
-torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets);
+// small_width: where the width is one model/softmax_rows.h's head_rows keeps in registers
+// (16 with AVX2), the whole head in one pass over the rows instead of three GEMMs; equal
+// up to float rounding (dU is summed in another order), so only with --block-impl fused.
+torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
+                                 bool small_width = false);
 
 // The plain composition, always: the reference the fused path is tested against.
 torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,

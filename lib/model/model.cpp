@@ -1,7 +1,9 @@
 #include "model/model.h"
 
 #include <cmath>
+#include <iostream>
 
+#include "model/fused_block.h"
 #include "model/head_loss.h"
 #include "model/parameterization.h"
 #include "model/recompute.h"
@@ -89,7 +91,8 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return proj(torch::gelu(fc(x)));
 }
 
-BlockImpl::BlockImpl(const ModelConfig& c) : residual_mult(parameterization_multipliers(c).residual) {
+BlockImpl::BlockImpl(const ModelConfig& c)
+    : residual_mult(parameterization_multipliers(c).residual), fused(c.block_impl == "fused") {
   const bool rms = c.norm == "rmsnorm";
   norm1 = register_module("norm1", Norm(c.width, rms, c.norm_eps));
   attn = register_module("attn", Attention(c));
@@ -99,6 +102,13 @@ BlockImpl::BlockImpl(const ModelConfig& c) : residual_mult(parameterization_mult
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                  const torch::Tensor& sin) {
+  if (fused) {
+    if (fused_block_applies(x)) return fused_block(*this, x, cos, sin);
+    static bool said = false;
+    if (!said) std::cerr << "--block-impl fused: CPU float32 only, running the aten block (" << x.device() << ", "
+                         << x.scalar_type() << ")\n";
+    said = true;
+  }
   if (residual_mult == 1.0) {  // SP and muP: no multiply pass
     auto h = x + attn(norm1(x), cos, sin);
     return h + mlp(norm2(h));
@@ -167,7 +177,8 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
   auto h = hidden(tokens);
-  return head_cross_entropy(h.reshape({-1, h.size(-1)}), head_weight(), targets.reshape({-1}));
+  return head_cross_entropy(h.reshape({-1, h.size(-1)}), head_weight(), targets.reshape({-1}),
+                            /*small_width=*/config.block_impl == "fused");
 }
 
 std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model) {

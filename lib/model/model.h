@@ -68,6 +68,7 @@ struct BlockImpl : torch::nn::Module {
   explicit BlockImpl(const ModelConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   double residual_mult;  // h + residual_mult * F(h)
+  bool fused;            // block_impl fused (model/fused_block.h)
   Norm norm1{nullptr}, norm2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};

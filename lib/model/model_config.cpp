@@ -34,6 +34,8 @@ void ModelConfig::validate() const {
     fail("attn_scale must be auto, inv-sqrt or inv (got '" + attn_scale + "')");
   if (resid_init != "auto" && resid_init != "depth" && resid_init != "none")
     fail("resid_init must be auto, depth or none (got '" + resid_init + "')");
+  if (block_impl != "aten" && block_impl != "fused")
+    fail("block_impl must be aten or fused (got '" + block_impl + "')");
 }
 
 ParamCounts count_parameters(const ModelConfig& c) {
@@ -62,6 +64,7 @@ double flops_per_token(const ModelConfig& c) {
 nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json j = options_to_json(c, [](auto& m, auto&& f) { visit_model_options(m, f); },
                                      [](const OptionInfo&) { return true; });
+  if (c.block_impl == "aten") j.erase("block_impl");
   j["heads"] = c.heads();  // derived, for readers; ignored when read back
   j["mlp_hidden"] = c.mlp_hidden();
   return j;

@@ -33,6 +33,12 @@ struct ModelConfig {
   double output_mult = 1.0;        // mup/completep logits: output_mult / m_w * h U^T
   std::string attn_scale = "auto";  // auto (sp: 1/sqrt(d), else 1/d) | inv-sqrt | inv
   std::string resid_init = "auto";  // auto (sp: sigma/sqrt(2D) on residual outputs, else none) | depth | none
+  // How the model is computed, not what: aten (one autograd op per tensor op) | fused (one
+  // node per block, model/fused_block.h, and at small widths the output head in one pass,
+  // model/head_loss.h; equal to aten up to float rounding). Binding, since the rounding
+  // differs; written to JSON only when not aten, so the records of runs made before it
+  // existed, and of every aten run, are unchanged.
+  std::string block_impl = "aten";
 
   int heads() const { return width / head_dim; }
   int64_t mlp_hidden() const;  // 4W (gelu) or 8W/3 rounded up to a multiple of 64 (swiglu)
@@ -89,6 +95,10 @@ void visit_model_options(Config& c, F&& f) {
                "residual-projection init: auto (sp: sigma/sqrt(2D); mup/completep: none) | depth (/sqrt(2D)) | none", true,
                true},
     c.resid_init);
+  f(OptionInfo{"block_impl", "--block-impl",
+               "aten | fused (each block one autograd node, CPU float32: faster at small widths, equal up to rounding)",
+               true, true},
+    c.block_impl);
 }
 
 nlohmann::json to_json(const ModelConfig& config);

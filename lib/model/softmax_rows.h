@@ -14,9 +14,27 @@ namespace shapelaw {
 
 void softmax_rows_in_place(float* logits, int64_t rows, int64_t vocab, float scale, float* log_normalizer);
 
+// The whole fused head for small widths, logits never leaving L1: for each row i of h,
+//   loss[i] = logsumexp(h_i U^T) - (h_i U^T)[y_i],  g_i = scale (softmax(h_i U^T) - onehot(y_i))
+//   dh[i] = g_i U (written),  dweight += g_i^T h_i (accumulated)
+// At W = 16 the three head GEMMs (K = 16, N = 16) run far below the BLAS's peak and the
+// [N, V] gradient is written to memory and read back twice; here it stays in a 4-row
+// scratch. The rows' order fixes dweight's rounding. Returns false (nothing done) unless
+// the width is 1, 2 or 4 vectors of the kernel.
+struct HeadRows {
+  const float *h, *weight, *weightT;  // [rows, W], U [V, W], U^T [W, V]
+  const int64_t* targets;
+  int64_t rows, width, vocab;
+  float scale;
+  float *loss, *dh, *dweight;  // [rows], [rows, W], [V, W]
+};
+bool head_rows(const HeadRows& a);
+bool head_rows_supported(int64_t width);
+
 struct SoftmaxRowsKernel {
   const char* name;  // "avx512", "avx2" or "portable"
   void (*run)(float* logits, int64_t rows, int64_t vocab, float scale, float* log_normalizer);
+  bool (*head)(const HeadRows& a, float* scratch);  // scratch: 4 V floats
 };
 // The kernels this CPU can run, best first; softmax_rows_in_place uses the first.
 const std::vector<SoftmaxRowsKernel>& softmax_rows_kernels();
