@@ -73,6 +73,11 @@ THREADS ?= 1
 # Validation passes during training, for the report's training curves (16384 tokens,
 # forward only: ~2% of a run at every 96 steps; training itself is unchanged by them).
 VAL_EVERY ?= 96
+# BLOCK_IMPL=fused: train's hand-written block (docs/benchmarks.md: 1.58x aten per step at
+# W16, no gain at W64). The default stays aten: fused equals it only up to rounding, so
+# switching would retrain the shipped study and move its numbers in the last digits.
+# (aten adds no flag, so the runs' stamps are those of studies made before the option.)
+BLOCK_IMPL ?= aten
 ifeq ($(FAST),1)
 GRID ?= pipelines/grids/micro-fast.grid
 TOKENS ?= 16384
@@ -92,7 +97,8 @@ SEQ_LEN ?= 64
 BATCH_TOKENS ?= 2048
 TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) --micro-batch 32 \
   --tokens $(TOKENS) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 --val-every $(VAL_EVERY) \
-  --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads $(THREADS)
+  --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads $(THREADS) \
+  $(if $(filter-out aten,$(BLOCK_IMPL)),--block-impl $(BLOCK_IMPL))
 # TRAIN_EXTRA: flags appended to every run (study.mk; the last of a repeated flag wins),
 # e.g. the controls study's --param completep ...
 STUDY_TITLE ?= shapelaw micro-study: Brown corpus, $(VOCAB)-token BPE, $(TOKENS) tokens per run
