@@ -82,9 +82,12 @@ all controls: $(CONTROLS_REPORT)/README.md
 # Arm grids for scripts/study-grid (which expands each row's --lr list into runs R-lr<value>);
 # written under make -n too (+), so that a dry run can show the runs.
 fixed_grid := $(if $(FIXED_STUDY),$(CONTROLS)/sp-fixed.grid)
+include pipelines/tools.mk
+include pipelines/stamps.mk
+# the report fits each arm itself (the arms' sub-makes check train and the rest)
+$(call require_tools,fit-law)
 # the arm grids' inputs as a stamp: another CONTROLS_GRID (an older file, say) or other
 # lists rewrite them, whatever the files' times
-include pipelines/stamps.mk
 $(call sync_stamp,$(CONTROLS)/grids.args,$(CONTROLS_GRID) $(FIXED_FROM_GRID) $(FIXED_STUDY) $(FIXED_LR) sp: $(SP_LRS) \
   / $(SP_DEFAULT_LRS) completep: $(CP_LRS) / $(CP_DEFAULT_LRS))
 grid_deps := $(CONTROLS_GRID) $(CONTROLS)/grids.args pipelines/controls.mk scripts/controls-grid

@@ -1,6 +1,8 @@
 #include "model/fused_block.h"
 
 #include <array>
+#include <iostream>
+#include <mutex>
 
 #include <ATen/Parallel.h>
 
@@ -254,7 +256,15 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
 }  // namespace
 
 bool fused_block_applies(const torch::Tensor& x) {
-  return x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled();
+  const bool applies = x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled();
+  if (!applies) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::cerr << "--block-impl fused: CPU float32 only, running the aten block (" << x.device() << ", "
+                << x.scalar_type() << ")\n";
+    });
+  }
+  return applies;
 }
 
 torch::Tensor fused_block(BlockImpl& block, const torch::Tensor& x, const torch::Tensor& cos,

@@ -18,6 +18,8 @@
 
 namespace shapelaw {
 
+// Whether x takes the fused path; the first time it does not, says so on stderr (once per
+// process: a CUDA run of a fused config should not print it per block and step).
 bool fused_block_applies(const torch::Tensor& x);
 
 // block(x, cos, sin) through the fused node; x [B, T, W], cos/sin [T, head_dim].

@@ -1,7 +1,6 @@
 #include "model/model.h"
 
 #include <cmath>
-#include <iostream>
 
 #include "model/fused_block.h"
 #include "model/head_loss.h"
@@ -102,13 +101,7 @@ BlockImpl::BlockImpl(const ModelConfig& c)
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                  const torch::Tensor& sin) {
-  if (fused) {
-    if (fused_block_applies(x)) return fused_block(*this, x, cos, sin);
-    static bool said = false;
-    if (!said) std::cerr << "--block-impl fused: CPU float32 only, running the aten block (" << x.device() << ", "
-                         << x.scalar_type() << ")\n";
-    said = true;
-  }
+  if (fused && fused_block_applies(x)) return fused_block(*this, x, cos, sin);
   if (residual_mult == 1.0) {  // SP and muP: no multiply pass
     auto h = x + attn(norm1(x), cos, sin);
     return h + mlp(norm2(h));

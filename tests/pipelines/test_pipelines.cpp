@@ -368,6 +368,11 @@ TEST_CASE("outputs follow DATA and STUDY, and the pipelines find the tools thems
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("tokenize shard: not found in " + dir.path() + "/no-build/bin") &&
                            Catch::Contains("make build"));
+  // controls.mk by hand finds the build tree the same way (its report runs fit-law itself)
+  r = run("cd " + test::source("") + " && PATH=/usr/bin:/bin make --no-print-directory -f pipelines/controls.mk BUILD=" +
+          dir.path() + "/no-build DATA=" + dir.path());
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("fit-law: not found in " + dir.path() + "/no-build/bin"));
 }
 
 TEST_CASE("a run's losses do not depend on how many runs make runs at once") {
