@@ -7,8 +7,9 @@
 #      the resumed losses against an uninterrupted run (GPU kernels need not be bit-exact)
 #   3. the data-parallel backend (NCCL) end to end on one rank (WORLD_SIZE=1 with
 #      SHAPELAW_DIST_BACKEND): its losses against the plain run's
-#   4. ZeRO-1 and ZeRO-2 (--zero 1, --zero 2) over that backend on one rank, and activation
-#      recomputation (--activation-checkpointing) on CUDA: their losses against the plain run's
+#   4. ZeRO-1 and ZeRO-2 (--zero 1, --zero 2) over that backend on one rank, activation
+#      recomputation (--activation-checkpointing) and --block-impl fused's fallback to the aten
+#      block (one message) on CUDA: their losses against the plain run's
 #   5. the memory plan (train --plan) beside the peak the caching allocator measured
 #      (summary.json "memory"), with and without recomputation, mid shape
 #   6. bf16 tokens/s and MFU of train beside bench/train_reference.py, mid and large shapes
@@ -202,6 +203,16 @@ if run_smoke "$work/recompute" --checkpoint-every 0 --activation-checkpointing; 
   compare_losses "activation recomputation vs plain" "$work/straight" "$work/recompute" 1 || die "recompute comparison"
 else
   say "activation recomputation FAILED:"; tail -5 "$work/smoke.log"
+fi
+# --block-impl fused is CPU float32 only: on CUDA it must run the aten block (the same
+# losses as the plain run) and say so once per process, not once per block and step
+before=$(grep -c -- '--block-impl fused: CPU float32 only' "$work/smoke.log" || true)
+if run_smoke "$work/fused" --checkpoint-every 0 --block-impl fused; then
+  said=$(( $(grep -c -- '--block-impl fused: CPU float32 only' "$work/smoke.log" || true) - before ))
+  say "--block-impl fused on $DEVICE: the fallback message $said time(s) (expected: 1 on cuda, 0 on a CPU rehearsal without autocast)"
+  compare_losses "--block-impl fused (falls back on $DEVICE) vs plain" "$work/straight" "$work/fused" 1 || die "fused comparison"
+else
+  say "--block-impl fused FAILED:"; tail -5 "$work/smoke.log"
 fi
 
 # --- 5. the memory plan beside the measured peak -----------------------------------------
