@@ -206,9 +206,10 @@ else
 fi
 # --block-impl fused is CPU float32 only: on CUDA it must run the aten block (the same
 # losses as the plain run) and say so once per process, not once per block and step
-before=$(grep -c -- '--block-impl fused: CPU float32 only' "$work/smoke.log" || true)
+fallback='--block-impl fused: CPU float32 only'
+before=$(grep -c -- "$fallback" "$work/smoke.log" || true)
 if run_smoke "$work/fused" --checkpoint-every 0 --block-impl fused; then
-  said=$(( $(grep -c -- '--block-impl fused: CPU float32 only' "$work/smoke.log" || true) - before ))
+  said=$(( $(grep -c -- "$fallback" "$work/smoke.log" || true) - before ))
   say "--block-impl fused on $DEVICE: the fallback message $said time(s) (expected: 1 on cuda, 0 on a CPU rehearsal without autocast)"
   compare_losses "--block-impl fused (falls back on $DEVICE) vs plain" "$work/straight" "$work/fused" 1 || die "fused comparison"
 else
