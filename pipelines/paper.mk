@@ -69,7 +69,7 @@ PAPER_TRAIN_ARGS ?= --device cuda --micro-batch 16 --warmup-steps 2000 --checkpo
 # and memory per GPU; PLAN_ARGS: e.g. --mfu 0.4 --peak 989e12 for the GPU-hours.
 gpus_found := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 GPUS ?= $(if $(filter-out 0,$(gpus_found)),$(gpus_found),8)
-GPU_MEMORY ?= 80GiB
+GPU_MEMORY ?= 81559MiB
 PLAN_ARGS ?=
 # The plan is of the runs the grid expands into (seeds, swept and per-row lr lists: every
 # run costs its own GPU-hours), each laid out by its own flags.

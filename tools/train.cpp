@@ -60,17 +60,21 @@ at most --micro-batch), and the totals; --format make prints RUN:GPUS:FITS:FLAGS
 struct PlanRequest {
   bool plan = false;
   int world_size = 0;  // 0: the launcher's environment
-  std::string gpu_memory = "80GiB", format = "human", grid;
-  double mfu = 0.40, peak = 989e12;
+  std::string gpu_memory = "81559MiB", format = "human", grid;
+  double mfu = 0.40, peak = 989e12, reserve_fraction = 0.10;
   int gpus = 1;
 };
 
 void add_plan_options(CLI::App& app, PlanRequest& r) {
   const char* group = "Plan (--plan)";
   app.add_flag("--plan", r.plan, "print the memory and cost plan of the run and exit (nothing is allocated)")->group(group);
-  app.add_option("--world-size", r.world_size, "data-parallel ranks to plan for (default: WORLD_SIZE / SLURM_NTASKS)")
+  app.add_option("--world-size", r.world_size, "data-parallel ranks to plan for (default: the launcher's WORLD_SIZE, or an srun step's tasks)")
       ->group(group);
-  app.add_option("--gpu-memory", r.gpu_memory, "memory per GPU the plan must fit (80GiB, 141GB, bytes)")
+  app.add_option("--gpu-memory", r.gpu_memory,
+                 "memory per GPU the plan must fit (default: an H100 80GB's total, as nvidia-smi says; 143771MiB an H200)")
+      ->capture_default_str()->group(group);
+  app.add_option("--reserve-fraction", r.reserve_fraction,
+                 "CUDA: the caching allocator's reserve over the allocated peak that the plan adds")
       ->capture_default_str()->group(group);
   app.add_option("--mfu", r.mfu, "utilization of --peak assumed for time and GPU-hours")->capture_default_str()->group(group);
   app.add_option("--peak", r.peak, "peak FLOP/s per GPU (default: H100 dense bf16)")->capture_default_str()->group(group);
@@ -194,6 +198,7 @@ shapelaw::PlanOptions plan_for(shapelaw::TrainConfig config, const PlanRequest& 
   }
   shapelaw::PlanOptions o = shapelaw::plan_options(config, world);
   o.gpu_memory = shapelaw::parse_byte_size(r.gpu_memory);
+  o.reserve_fraction = r.reserve_fraction;
   o.mfu = r.mfu;
   o.peak_flops = r.peak;
   return o;

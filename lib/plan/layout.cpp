@@ -64,31 +64,35 @@ std::string layout_flags(const Plan& p) {
 std::string format_grid(const std::vector<GridRow>& rows) {
   std::string s;
   char buf[512];
-  const char* head = "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %10s %4s %10s\n";
+  const char* head = "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %10s %10s %9s %4s %10s\n";
   std::snprintf(buf, sizeof buf, head, "run", "D", "W", "params", "tokens", "GPUs", "micro", "recompute", "ZeRO",
-                "peak/GPU", "fits", "GPU-hours");
+                "peak/GPU", "needs/GPU", "margin", "fits", "GPU-hours");
   s += buf;
-  double params = 0, tokens = 0, flops = 0, gpu_hours = 0, peak = 0;
+  double params = 0, tokens = 0, flops = 0, gpu_hours = 0, peak = 0, required = 0, margin = 1e300;
   int fitting = 0;
   for (auto& r : rows) {
     const Plan& p = r.plan;
     const PlanOptions& o = p.options;
-    std::snprintf(buf, sizeof buf, "%-18s %4d %5d %9s %9s %4d %5lld %9s %4d %10s %4s %10s\n", r.run.c_str(),
+    std::snprintf(buf, sizeof buf, "%-18s %4d %5d %9s %9s %4d %5lld %9s %4d %10s %10s %9s %4s %10s\n", r.run.c_str(),
                   o.model.depth, o.model.width, fmt("%.3g", double(p.params.total)).c_str(),
                   fmt("%.3g", double(p.tokens)).c_str(), o.world, (long long)o.micro_batch,
                   o.activation_checkpointing ? "yes" : "no", o.zero, format_bytes(double(p.peak)).c_str(),
-                  p.fits ? "yes" : "NO", fmt(p.gpu_hours < 10 ? "%.1f" : "%.0f", p.gpu_hours).c_str());
+                  format_bytes(double(p.required)).c_str(), format_signed_bytes(double(p.margin)).c_str(), p.fits ? "yes" : "NO",
+                  fmt(p.gpu_hours < 10 ? "%.1f" : "%.0f", p.gpu_hours).c_str());
     s += buf;
     params += double(p.params.total);
     tokens += double(p.tokens);
     flops += p.flops_per_run;
     gpu_hours += p.gpu_hours;
     peak = std::max(peak, double(p.peak));
+    required = std::max(required, double(p.required));
+    margin = std::min(margin, double(p.margin));
     fitting += p.fits;
   }
-  std::snprintf(buf, sizeof buf, "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %10s %4s %10s\n", "total", "", "",
+  std::snprintf(buf, sizeof buf, "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %10s %10s %9s %4s %10s\n", "total", "", "",
                 fmt("%.3g", params).c_str(), fmt("%.3g", tokens).c_str(), "", "", "", "",
-                ("max " + format_bytes(peak)).c_str(), (std::to_string(fitting) + "/" + std::to_string(rows.size())).c_str(),
+                ("max " + format_bytes(peak)).c_str(), format_bytes(required).c_str(),
+                ("min " + format_signed_bytes(margin)).c_str(), (std::to_string(fitting) + "/" + std::to_string(rows.size())).c_str(),
                 fmt("%.0f", gpu_hours).c_str());
   s += buf;
   if (!rows.empty()) {
@@ -96,6 +100,15 @@ std::string format_grid(const std::vector<GridRow>& rows) {
     s += std::to_string(rows.size()) + " runs, " + fmt("%.3g", flops) + " FLOPs executed, " + fmt("%.0f", gpu_hours) +
          " GPU-hours at " + fmt("%.0f%%", 100 * o.mfu) + " of " + fmt("%.4g", o.peak_flops) + " FLOP/s per GPU, " +
          format_bytes(o.gpu_memory) + " per GPU\n";
+    if (o.cuda) {
+      PlanOptions one = o, several = o;
+      one.world = 1;
+      several.world = 2;
+      s += "needs/GPU = peak (bytes allocated to tensors) + " + fmt("%.0f%%", 100 * o.reserve_fraction) +
+           " allocator reserve + the CUDA runtime (context and cuBLAS: " + format_bytes(double(runtime_overhead_bytes(one))) +
+           ", with NCCL's buffers " + format_bytes(double(runtime_overhead_bytes(several))) +
+           "); a run fits when its margin is >= 0\n";
+    }
   }
   return s;
 }

@@ -30,6 +30,7 @@ void PlanOptions::validate() const {
   if (world < 1) fail("--world-size must be >= 1");
   if (zero < 0 || zero > 2) fail("--zero must be 0, 1 or 2 (got " + std::to_string(zero) + ")");
   if (!(gpu_memory > 0)) fail("--gpu-memory must be positive");
+  if (!(reserve_fraction >= 0 && reserve_fraction < 1)) fail("--reserve-fraction must be in [0, 1)");
   if (bucket_bytes < 1) fail("--bucket-mb must be positive");
   if (!(mfu > 0 && mfu <= 1)) fail("--mfu must be in (0, 1] (got " + fmt("%g", mfu) + ")");
   if (!(peak_flops > 0)) fail("--peak must be positive");
@@ -83,6 +84,13 @@ ActivationBytes activation_bytes(const PlanOptions& o, int64_t micro_batch) {
   return r;
 }
 
+int64_t runtime_overhead_bytes(const PlanOptions& o) {
+  if (!o.cuda) return 0;
+  const int64_t context = int64_t(1000) << 20, blas = int64_t(64) << 20;
+  const int64_t nccl = o.world > 1 ? int64_t(2 * 32 * 4 + 256) << 20 : 0;
+  return context + blas + nccl;
+}
+
 Plan make_plan(const PlanOptions& o) {
   o.validate();
   Plan p;
@@ -111,11 +119,19 @@ Plan make_plan(const PlanOptions& o) {
   auto used = [&](const ActivationBytes& a) { return o.activation_checkpointing ? a.with_recompute : a.without_recompute; };
   p.activations = activation_bytes(o, o.micro_batch);
   p.activations_used = used(p.activations);
+  p.runtime = runtime_overhead_bytes(o);
+  // allocated peak -> what the device must have: the allocator's reserve, the runtime
+  auto required = [&](int64_t peak) {
+    return peak + (o.cuda ? int64_t(std::ceil(double(peak) * o.reserve_fraction)) : 0) + p.runtime;
+  };
   p.peak = state + p.activations_used;
-  p.fits = double(p.peak) <= o.gpu_memory;
+  p.required = required(p.peak);
+  p.reserve = p.required - p.peak - p.runtime;
+  p.margin = int64_t(o.gpu_memory) - p.required;
+  p.fits = double(p.required) <= o.gpu_memory;
   for (int64_t m = p.sequences_per_rank; m >= 1; --m) {
     if (p.sequences_per_rank % m != 0) continue;
-    if (double(state + used(activation_bytes(o, m))) <= o.gpu_memory) {
+    if (double(required(state + used(activation_bytes(o, m)))) <= o.gpu_memory) {
       p.max_micro_batch = m;
       break;
     }
@@ -163,8 +179,13 @@ nlohmann::json to_json(const Plan& p) {
               {"outside_blocks", a.outside_blocks}, {"head", a.head}, {"weight_copies", a.weight_copies},
               {"without_recompute", a.without_recompute}, {"with_recompute", a.with_recompute},
               {"used", p.activations_used}}},
-            {"peak", p.peak}}},
+            {"peak", p.peak},
+            {"allocator_reserve", p.reserve},
+            {"runtime", p.runtime},
+            {"required", p.required}}},
           {"gpu_memory", o.gpu_memory},
+          {"reserve_fraction", o.cuda ? o.reserve_fraction : 0.0},
+          {"margin", p.margin},
           {"fits", p.fits},
           {"max_micro_batch", p.max_micro_batch},
           {"flops", {{"model_per_token", p.model_flops_per_token}, {"per_step", p.flops_per_step},
@@ -208,7 +229,15 @@ std::string format_plan(const Plan& p) {
   line("  with recompute", double(a.with_recompute), "block inputs + one block");
   line("  output head", double(a.head), !o.cuda && !o.bf16 ? "fused: logits become their gradient" : "logits, log-probs, gradients");
   if (a.weight_copies) line("  bf16 weight copies", double(a.weight_copies), "autocast cache");
-  line("peak", double(p.peak), std::string(p.fits ? "fits" : "DOES NOT FIT") + " in --gpu-memory " + format_bytes(o.gpu_memory));
+  line("peak", double(p.peak), "allocated to tensors");
+  if (o.cuda) {
+    line("allocator reserve", double(p.reserve), fmt("%.0f%% of the peak (blocks rounded, fragments)", 100 * o.reserve_fraction));
+    line("CUDA runtime", double(p.runtime),
+         std::string("context and kernels, cuBLAS workspaces") + (o.world > 1 ? ", NCCL buffers" : ""));
+  }
+  line("required", double(p.required),
+       std::string(p.fits ? "fits" : "DOES NOT FIT") + " in --gpu-memory " + format_bytes(o.gpu_memory) + ", margin " +
+           format_signed_bytes(double(p.margin)));
   s += "largest micro-batch that fits: " +
        (p.max_micro_batch > 0 ? std::to_string(p.max_micro_batch) : std::string("none (state alone does not fit)")) +
        " (of " + std::to_string(p.sequences_per_rank) + " sequences per rank per step)\n";
@@ -254,5 +283,7 @@ std::string format_bytes(double bytes) {
   if (bytes >= 1e3) return fmt("%.1f kB", bytes / 1e3);
   return fmt("%.0f B", bytes);
 }
+
+std::string format_signed_bytes(double bytes) { return (bytes < 0 ? "-" : "") + format_bytes(std::fabs(bytes)); }
 
 }  // namespace shapelaw

@@ -28,7 +28,12 @@ struct PlanOptions {
   bool activation_checkpointing = false;
   bool cuda = false;              // --device cuda: fused (flash) attention, unfused head loss
   bool bf16 = false;              // bf16 autocast (weights and optimizer stay fp32)
-  double gpu_memory = 80.0 * (1ull << 30);  // bytes per GPU the plan must fit in
+  // bytes per GPU the plan must fit in: an H100 SXM 80GB's total as nvidia-smi reports it
+  // (81559 MiB); 80 GiB would be more than the card has
+  double gpu_memory = 81559.0 * (1ull << 20);
+  // The caching allocator reserves more than it hands out (its blocks are rounded and
+  // fragment): the plan asks for the allocated peak times (1 + this) on CUDA.
+  double reserve_fraction = 0.10;
   double mfu = 0.40;              // model FLOPs utilization assumed for time and GPU-hours
   double peak_flops = 989e12;     // per GPU (H100 SXM dense bf16)
 
@@ -60,8 +65,13 @@ struct Plan {
   int64_t buffers = 0;  // the collectives' two buckets (world > 1)
   ActivationBytes activations;
   int64_t activations_used = 0;  // with or without recompute, as the options say
-  int64_t peak = 0;              // state + activations_used
-  bool fits = false;             // peak <= gpu_memory
+  int64_t peak = 0;              // state + activations_used: bytes allocated to tensors at the peak
+  // What a CUDA run holds beyond its tensors (0 on CPU): the allocator's reserve over the
+  // peak, and the runtime's own memory outside the allocator (runtime_overhead_bytes).
+  int64_t reserve = 0, runtime = 0;
+  int64_t required = 0;          // peak + reserve + runtime
+  int64_t margin = 0;            // gpu_memory - required (negative: does not fit)
+  bool fits = false;             // required <= gpu_memory
   int64_t max_micro_batch = 0;   // largest divisor of sequences_per_rank that fits (0: none)
   // compute
   double model_flops_per_token = 0;  // model/model_config.h's flops_per_token
@@ -69,6 +79,12 @@ struct Plan {
   double flops_per_run = 0;
   double seconds = 0, gpu_hours = 0;  // at mfu x peak_flops per GPU
 };
+
+// Memory a CUDA process holds outside the caching allocator: the CUDA context with the
+// loaded kernels (PyTorch's, cuBLAS's, cuDNN's: 0.5-1 GB measured on H100s), cuBLAS's
+// and cuBLASLt's workspaces, and with world > 1 NCCL's channel buffers (NCCL_BUFFSIZE
+// 4 MiB per channel and direction, up to 32 channels, plus its proxy). 0 on CPU.
+int64_t runtime_overhead_bytes(const PlanOptions& options);
 
 // Throws Error when the batch does not divide into micro-batches and ranks.
 Plan make_plan(const PlanOptions& options);
@@ -79,5 +95,6 @@ std::string format_plan(const Plan& plan);  // the human table
 // "80GiB", "141GB", "85899345920": bytes; throws Error naming the text.
 double parse_byte_size(const std::string& text);
 std::string format_bytes(double bytes);  // "26.9 GB" (decimal units, as GPU vendors state)
+std::string format_signed_bytes(double bytes);  // "-1.2 GB" below zero (a margin)
 
 }  // namespace shapelaw

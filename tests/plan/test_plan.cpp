@@ -3,6 +3,8 @@
 // for the activations) and against its own accounting, term by term.
 #include "catch.h"
 
+#include <cmath>
+
 #include "plan/layout.h"
 #include "plan/memory_plan.h"
 #include "test_support.h"
@@ -136,6 +138,35 @@ TEST_CASE("plan: the largest micro-batch that fits is the largest divisor of the
   CHECK(make_plan(o).max_micro_batch >= p.max_micro_batch);
 }
 
+TEST_CASE("plan: a CUDA run needs its peak, the allocator's reserve and the runtime, within a physical 80 GB card") {
+  PlanOptions o = seven_b(4, 2);
+  o.micro_batch = 2;
+  CHECK(o.gpu_memory == 81559.0 * 1048576.0);  // an H100 80GB's total as nvidia-smi reports it, not 80 GiB
+  Plan p = make_plan(o);
+  CHECK(p.reserve == int64_t(std::ceil(double(p.peak) * 0.10)));
+  CHECK(p.runtime == runtime_overhead_bytes(o));
+  CHECK(p.required == p.peak + p.reserve + p.runtime);
+  CHECK(p.margin == int64_t(o.gpu_memory) - p.required);
+  CHECK(p.fits == (p.margin >= 0));
+  // NCCL's buffers only with several ranks; nothing of it on CPU
+  PlanOptions one = o, cpu = o;
+  one.world = 1;
+  cpu.cuda = cpu.bf16 = false;
+  CHECK(runtime_overhead_bytes(o) > runtime_overhead_bytes(one));
+  CHECK(runtime_overhead_bytes(one) >= int64_t(1) << 30);
+  Plan c = make_plan(cpu);
+  CHECK(c.required == c.peak);
+  // a peak that fits the card but not with what the runtime holds is refused
+  PlanOptions tight = o;
+  tight.gpu_memory = double(p.peak) + 1;
+  Plan t = make_plan(tight);
+  CHECK_FALSE(t.fits);
+  CHECK_THAT(format_plan(t), Catch::Contains("DOES NOT FIT") && Catch::Contains("margin -"));
+  CHECK_THAT(format_plan(p), Catch::Contains("allocator reserve") && Catch::Contains("CUDA runtime"));
+  CHECK(to_json(p)["margin"] == p.margin);
+  CHECK(to_json(p)["bytes_per_rank"]["required"] == p.required);
+}
+
 TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on several with ZeRO") {
   PlanOptions small = seven_b(1, 0);
   small.model.depth = 8;
@@ -154,10 +185,12 @@ TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on seve
   PlanOptions z1 = seven_b(4, 1);
   z1.micro_batch = 1;
   CHECK_FALSE(make_plan(z1).fits);
-  CHECK(big.peak <= 80.0 * (1ull << 30));
+  CHECK(big.required <= big.options.gpu_memory);  // with the reserve and the runtime, not the peak alone
+  CHECK(big.margin >= 0);
   CHECK_THAT(layout_flags(big), Catch::Contains("--zero 2"));
-  PlanOptions at8 = seven_b(8, 1);  // at 8 GPUs ZeRO-1 fits: the lower stage is kept
+  PlanOptions at8 = seven_b(8, 1);  // at 8 GPUs ZeRO-1 with recomputation fits: the lower stage is kept
   at8.micro_batch = 1;
+  at8.activation_checkpointing = true;
   REQUIRE(make_plan(at8).fits);
   Plan none = choose_layout(seven_b(1, 0), 1);  // one GPU cannot hold 108 GB of state
   CHECK_FALSE(none.fits);
