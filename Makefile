@@ -38,7 +38,9 @@ build: deps
 	  || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# the GPT-2 tokenizer's tests compare against its files and JS reference (fetched once)
 test: build
+	@SHAPELAW_CACHE=$(CURDIR)/$(BUILD)/cache scripts/fetch-tokenizer gpt2 >/dev/null
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 600
 
 bench-data: build

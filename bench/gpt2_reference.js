@@ -7,6 +7,8 @@
 //                                                           decoding: U+FFFD for bad bytes), one text
 //   node gpt2_reference.js DIR each FILE OUT.u32            every line (JSON string) encoded alone,
 //                                                           its ids then 0xFFFFFFFF
+//   node gpt2_reference.js DIR split FILE OUT.u32           the file (UTF-8) cut by Encoder.js's own
+//                                                           pattern: the UTF-8 length of each piece
 // Ids are written as little-endian uint32; stderr gets "<bytes> bytes in <s> s".
 'use strict';
 const fs = require('fs');
@@ -20,7 +22,14 @@ const { encode } = require(path.resolve(dir, 'Encoder.js'));
 const ids = [];
 let bytes = 0;
 const start = process.hrtime.bigint();
-if (mode === 'text') {
+if (mode === 'split') {
+  // the pattern as Encoder.js spells it, taken from its source rather than copied here
+  const source = fs.readFileSync(path.resolve(dir, 'Encoder.js'), 'utf8');
+  const pat = eval(source.match(/^const pat = (\/.*\/gu)$/m)[1]);
+  const text = fs.readFileSync(input, 'utf8');
+  bytes = Buffer.byteLength(text);
+  for (const m of text.matchAll(pat)) ids.push(Buffer.byteLength(m[0]));
+} else if (mode === 'text') {
   const text = fs.readFileSync(input, 'utf8');
   bytes = Buffer.byteLength(text);
   for (const id of encode(text)) ids.push(id);
