@@ -19,7 +19,7 @@ help:
 	@echo "make              build, then run the embedded micro pipeline (pipelines/micro.mk), nproc runs at once"
 	@echo "                  (-jN: N at once; V=1: echo commands; SEEDS=, LRS=, GRID=, TOKENS=, DATA=: see README)"
 	@echo "make test         build and run all tests (CTest)"
-	@echo "make bench-data   tokenize/shard benchmarks (results: docs/benchmarks.md)"
+	@echo "make bench-data   tokenize/shard benchmarks, GPT-2 vs sentencepiece vs JS (results: docs/benchmarks.md)"
 	@echo "make bench-train  trainer benchmark against the PyTorch reference"
 	@echo "make bench-fit    fit-law timings"
 	@echo "make fast         the micro pipeline at FAST=1 (three tiny runs, every stage)"
@@ -45,6 +45,7 @@ test: build
 
 bench-data: build
 	bench/data.sh
+	bench/tokenizers.sh
 
 bench-train: build
 	bench/train.sh

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Tokenizer speed, every encoder on the identical input in the same run:
+#   GPT-2's BPE (`tokenize encode -m DIR`) at 1 and 2 threads, the sentencepiece path
+#   (`tokenize encode -m MODEL`, the micro pipeline's 2048-token BPE) at 1 and 2 threads,
+#   and the JS reference (gpt-3-encoder 1.1.4's Encoder.js under node: one process, and
+#   two processes on the two halves at once), plus a check that GPT-2's ids equal the
+#   reference's on that input.
+# Input: the Brown corpus documents (the embedded corpus) REPEAT times, as JSON lines.
+# Wall times of whole processes (loading the vocabulary included); ours best of 3.
+# Usage: bench/tokenizers.sh   (via `make bench-data`; REPEAT=2 DATA=data by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/build/bin:$PATH"
+DATA=${DATA:-data}
+REPEAT=${REPEAT:-2}
+make --no-print-directory -f pipelines/micro.mk DATA="$DATA" data >/dev/null
+model="$DATA/micro/tokenizer.model"
+gpt2=$(scripts/fetch-tokenizer gpt2)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for _ in $(seq "$REPEAT"); do
+  for f in $(find "$DATA/corpus/brown" -name '*.jsonl.zst' | sort); do zstd -dcq "$f"; done
+done >"$work/docs.jsonl"
+half=$(( $(wc -l <"$work/docs.jsonl") / 2 ))
+head -n "$half" "$work/docs.jsonl" >"$work/a.jsonl"
+tail -n +"$((half + 1))" "$work/docs.jsonl" >"$work/b.jsonl"
+mb=$(python3 -c "
+import json, sys
+print(sum(len(json.loads(l)['text'].encode()) for l in open(sys.argv[1])) / 1e6)" "$work/docs.jsonl")
+
+seconds() {  # wall seconds of "$@"
+  local t0 t1
+  t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
+  python3 -c "print($t1 - $t0)"
+}
+best_of_3() {
+  local best=1e9
+  for _ in 1 2 3; do best=$(python3 -c "print(min($best, $(seconds "$@")))"); done
+  echo "$best"
+}
+g1=$(best_of_3 tokenize encode -q -t 1 -m "$gpt2" "$work/docs.jsonl" -o "$work/gpt2.stream")
+g2=$(best_of_3 tokenize encode -q -t 2 -m "$gpt2" "$work/docs.jsonl" -o /dev/null)
+s1=$(best_of_3 tokenize encode -q -t 1 -m "$model" "$work/docs.jsonl" -o /dev/null)
+s2=$(best_of_3 tokenize encode -q -t 2 -m "$model" "$work/docs.jsonl" -o /dev/null)
+j1=$(seconds node bench/gpt2_reference.js "$gpt2" jsonl "$work/docs.jsonl" "$work/js.u32")
+js_two() {
+  node bench/gpt2_reference.js "$gpt2" jsonl "$work/a.jsonl" "$work/a.u32" &
+  node bench/gpt2_reference.js "$gpt2" jsonl "$work/b.jsonl" "$work/b.u32"
+  wait
+}
+j2=$(seconds js_two)
+same=$(python3 - "$work/gpt2.stream" "$work/js.u32" <<'PY'
+import struct, sys
+s = open(sys.argv[1], "rb").read(); ref = open(sys.argv[2], "rb").read()
+ids, p = [], 128
+while True:
+    n, _, _ = struct.unpack_from("<3I", s, p); p += 12
+    if n == 0: break
+    ids += struct.unpack_from("<%dI" % n, s, p); p += 4 * n
+print("identical" if list(struct.unpack("<%dI" % (len(ref) // 4), ref)) == ids else "DIFFERENT", len(ids), "tokens")
+PY
+)
+echo "== tokenizers: ${mb} MB of text ($(wc -l <"$work/docs.jsonl") documents), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "GPT-2 ids vs the JS reference on this input: $same"
+python3 - "$mb" "$g1" "$g2" "$s1" "$s2" "$j1" "$j2" <<'PY'
+import sys
+mb, g1, g2, s1, s2, j1, j2 = map(float, sys.argv[1:])
+print(f"{'encoder':<44} {'MB/s':>7}  {'vs JS (1)':>9}  {'vs sp (same threads)':>20}")
+for name, t, sp in [("tokenize encode -m gpt2 -t 1", g1, s1), ("tokenize encode -m gpt2 -t 2", g2, s2),
+                    ("tokenize encode -m sentencepiece -t 1", s1, None), ("tokenize encode -m sentencepiece -t 2", s2, None),
+                    ("node Encoder.js (1 process)", j1, None), ("node Encoder.js (2 processes, halves)", j2, None)]:
+    print(f"{name:<44} {mb/t:7.2f}  {j1/t:8.1f}x  {(f'{sp/t:.2f}x' if sp else ''):>20}")
+print(f"thread scaling: gpt2 {g1/g2:.2f}x, sentencepiece {s1/s2:.2f}x, JS {j1/j2:.2f}x")
+PY
