@@ -123,6 +123,12 @@ std::vector<std::string> hard_cases() {
       "<|endoftext|> is text here", "http://example.com/path?q=1&r=2#frag", "   \n\n   x",
       std::string(3000, 'a'), std::string(2000, ' ') + "x", std::string(500, '-') + std::string(500, '='),
       "\x7F\x01\x02 control \x1B[0m", std::string("nul\0byte", 8)};
+  // long pieces of multi-byte characters: the merge order over thousands of bytes
+  std::string emoji, marks = "x", digits;
+  for (int i = 0; i < 1000; ++i) emoji += "\U0001F600", marks += "\u0301", digits += char('0' + i % 10);
+  t.push_back(emoji);
+  t.push_back(marks);
+  t.push_back(digits);
   std::mt19937 rng(7);
   // random strings over classes of characters the pattern treats differently
   const std::vector<uint32_t> pool = {'a', 'Z', '\'', 's', 't', 'l', 'd', ' ', ' ', '\t', '\n', '\r', '1', '9', '.',
