@@ -6,7 +6,8 @@
 #   two processes on the two halves at once), plus a check that GPT-2's ids equal the
 #   reference's on that input.
 # Input: the Brown corpus documents (the embedded corpus) REPEAT times, as JSON lines.
-# Wall times of whole processes (loading the vocabulary included); ours best of 3.
+# Wall and CPU times of whole processes (loading the vocabulary included); ours best of
+# 3 by wall time. MB per CPU-second is the speed per core even on a busy machine.
 # Usage: bench/tokenizers.sh   (via `make bench-data`; REPEAT=2 DATA=data by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,14 +30,22 @@ mb=$(python3 -c "
 import json, sys
 print(sum(len(json.loads(l)['text'].encode()) for l in open(sys.argv[1])) / 1e6)" "$work/docs.jsonl")
 
-seconds() {  # wall seconds of "$@"
-  local t0 t1
-  t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
-  python3 -c "print($t1 - $t0)"
+seconds() {  # "wall cpu" seconds of "$@" (cpu: user + sys of it and its children)
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.perf_counter() - t0
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, r.ru_utime + r.ru_stime)
+PY
 }
-best_of_3() {
-  local best=1e9
-  for _ in 1 2 3; do best=$(python3 -c "print(min($best, $(seconds "$@")))"); done
+best_of_3() {  # the run of least wall time of three
+  local best="1e9 0" t
+  for _ in 1 2 3; do
+    t=$(seconds "$@")
+    best=$(python3 -c "a, b = '$best'.split(), '$t'.split(); print(' '.join(a if float(a[0]) <= float(b[0]) else b))")
+  done
   echo "$best"
 }
 g1=$(best_of_3 tokenize encode -q -t 1 -m "$gpt2" "$work/docs.jsonl" -o "$work/gpt2.stream")
@@ -44,12 +53,12 @@ g2=$(best_of_3 tokenize encode -q -t 2 -m "$gpt2" "$work/docs.jsonl" -o /dev/nul
 s1=$(best_of_3 tokenize encode -q -t 1 -m "$model" "$work/docs.jsonl" -o /dev/null)
 s2=$(best_of_3 tokenize encode -q -t 2 -m "$model" "$work/docs.jsonl" -o /dev/null)
 j1=$(seconds node bench/gpt2_reference.js "$gpt2" jsonl "$work/docs.jsonl" "$work/js.u32")
-js_two() {
-  node bench/gpt2_reference.js "$gpt2" jsonl "$work/a.jsonl" "$work/a.u32" &
-  node bench/gpt2_reference.js "$gpt2" jsonl "$work/b.jsonl" "$work/b.u32"
-  wait
-}
-j2=$(seconds js_two)
+cat >"$work/js_two.sh" <<SH
+node bench/gpt2_reference.js "$gpt2" jsonl "$work/a.jsonl" "$work/a.u32" &
+node bench/gpt2_reference.js "$gpt2" jsonl "$work/b.jsonl" "$work/b.u32"
+wait
+SH
+j2=$(seconds bash "$work/js_two.sh")
 same=$(python3 - "$work/gpt2.stream" "$work/js.u32" <<'PY'
 import struct, sys
 s = open(sys.argv[1], "rb").read(); ref = open(sys.argv[2], "rb").read()
@@ -63,13 +72,17 @@ PY
 )
 echo "== tokenizers: ${mb} MB of text ($(wc -l <"$work/docs.jsonl") documents), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "GPT-2 ids vs the JS reference on this input: $same"
-python3 - "$mb" "$g1" "$g2" "$s1" "$s2" "$j1" "$j2" <<'PY'
+python3 - "$mb" $g1 $g2 $s1 $s2 $j1 $j2 <<'PY'
 import sys
-mb, g1, g2, s1, s2, j1, j2 = map(float, sys.argv[1:])
-print(f"{'encoder':<44} {'MB/s':>7}  {'vs JS (1)':>9}  {'vs sp (same threads)':>20}")
-for name, t, sp in [("tokenize encode -m gpt2 -t 1", g1, s1), ("tokenize encode -m gpt2 -t 2", g2, s2),
-                    ("tokenize encode -m sentencepiece -t 1", s1, None), ("tokenize encode -m sentencepiece -t 2", s2, None),
-                    ("node Encoder.js (1 process)", j1, None), ("node Encoder.js (2 processes, halves)", j2, None)]:
-    print(f"{name:<44} {mb/t:7.2f}  {j1/t:8.1f}x  {(f'{sp/t:.2f}x' if sp else ''):>20}")
-print(f"thread scaling: gpt2 {g1/g2:.2f}x, sentencepiece {s1/s2:.2f}x, JS {j1/j2:.2f}x")
+mb = float(sys.argv[1])
+v = list(map(float, sys.argv[2:]))
+(g1, cg1), (g2, cg2), (s1, cs1), (s2, cs2), (j1, cj1), (j2, cj2) = zip(v[0::2], v[1::2])
+# MB per CPU-second: the speed per core, whatever else the machine runs
+print(f"{'encoder':<40} {'MB/s':>7} {'MB/cpu-s':>9} {'cpu/wall':>8}  {'vs JS 1 proc':>12}  {'vs sp, same threads':>19}")
+for name, t, c, sp in [("tokenize encode -m gpt2 -t 1", g1, cg1, s1), ("tokenize encode -m gpt2 -t 2", g2, cg2, s2),
+                       ("tokenize encode -m sentencepiece -t 1", s1, cs1, None),
+                       ("tokenize encode -m sentencepiece -t 2", s2, cs2, None),
+                       ("node Encoder.js, 1 process", j1, cj1, None), ("node Encoder.js, 2 processes (halves)", j2, cj2, None)]:
+    print(f"{name:<40} {mb/t:7.2f} {mb/c:9.2f} {c/t:8.2f}  {j1/t:11.1f}x  {(f'{sp/t:.2f}x' if sp else ''):>19}")
+print(f"thread scaling (wall, 2 vs 1): gpt2 {g1/g2:.2f}x, sentencepiece {s1/s2:.2f}x, JS {j1/j2:.2f}x")
 PY
