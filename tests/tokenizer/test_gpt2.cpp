@@ -194,6 +194,14 @@ TEST_CASE("gpt2: the reference's ids on whitespace, digits, contractions, non-AS
 
 TEST_CASE("gpt2: every code point is cut into the pieces the reference's own pattern gives") {
   test::TempDir dir;
+  // The letters and digits added to PCRE2's tables are Unicode 17.0's (node 20 on the
+  // project's image); another node knows another set, and only its newest characters
+  // would differ.
+  auto unicode = run("node -p process.versions.unicode");
+  if (unicode.exit_code != 0 || unicode.output.rfind("17.0", 0) != 0) {
+    WARN("node's Unicode is " << unicode.output << ", not 17.0: the per-code-point comparison is skipped");
+    return;
+  }
   // each code point beside a letter, a digit, punctuation, a space and itself: which
   // pieces it joins shows which class (letter, number, space, other) it is in
   std::string text;
@@ -214,7 +222,7 @@ TEST_CASE("gpt2: every code point is cut into the pieces the reference's own pat
   REQUIRE(lengths.size() == expected.size());
   size_t first_difference = 0;
   while (first_difference < lengths.size() && lengths[first_difference] == expected[first_difference]) ++first_difference;
-  INFO("node " << run("node -p process.versions.unicode").output << "first difference at piece " << first_difference);
+  INFO("first difference at piece " << first_difference);
   CHECK(first_difference == lengths.size());
 }
 
