@@ -70,7 +70,7 @@ FIXED_STUDY ?= $(if $(overridden),$(CONTROLS)/sp-fixed,$(DATA)/micro/study$(if $
 endif
 # the rows of arm 1: those of the default study's grid (its runs are the same runs)
 FIXED_FROM_GRID ?= pipelines/grids/micro.grid
-CP_ARGS ?= --param completep --depth-alpha 1 $(CP_BASE)
+CP_ARGS ?= --param completep --depth-alpha 1 --eps-scope blocks $(CP_BASE)
 SP_LRS ?=
 CP_LRS ?=
 SEEDS ?=

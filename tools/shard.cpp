@@ -2,16 +2,39 @@
 // directories.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 
 #include "shards/cat.h"
 #include "shards/from_stream.h"
 #include "shards/inspect.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/sentencepiece_model.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/output.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
+
+namespace {
+
+// `shard cat`'s output: token ids straight from the shards library, or text through
+// the tokenizer (which sits above the shards, so the two meet here). A --tokenizer
+// given with a token format is still checked against the manifest.
+DocumentSink cat_sink(const std::string& format, const std::string& model_path, const std::string& output,
+                      const TokenizerInfo& recorded, const std::string& manifest) {
+  if (format != "text") {
+    if (!model_path.empty()) check_same_tokenizer(load_sentencepiece_model(model_path), recorded, manifest);
+    return token_document_sink(output, parse_token_format(format), recorded);
+  }
+  if (model_path.empty())
+    throw Error("--format text needs --tokenizer MODEL (the sentencepiece model of these shards)");
+  auto writer = std::make_shared<TextDocumentWriter>(model_path, output, TextFormat::text);
+  check_same_tokenizer(writer->model(), recorded, manifest);
+  return {[writer](const std::vector<uint32_t>& tokens) { writer->write(tokens); }, [writer] { writer->close(); }};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"shard: write, inspect and verify shapelaw token shards"};
@@ -46,17 +69,17 @@ int main(int argc, char** argv) {
   verify_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");
 
   CatOptions cat;
-  std::string range, cat_output = "-";
+  std::string range, cat_output = "-", cat_format = "stream", cat_model;
   auto* cat_cmd = app.add_subcommand("cat", "write a split's documents back out: token stream, raw ids or text");
   cat_cmd->add_option("directory", dir, "shard directory (or its manifest.json)")->required();
   cat_cmd->add_option("--split", cat.split, "train, validation or test")->capture_default_str();
   cat_cmd->add_option("--range", range, "documents a:b of the split (half-open, from 0; a: and :b work)");
-  cat_cmd->add_option("--format", cat.format,
+  cat_cmd->add_option("--format", cat_format,
                       "stream (for tokenize decode / shard write), raw16, raw32 (ids, EOS after each document), "
                       "text (needs --tokenizer)")
       ->check(CLI::IsMember({"stream", "raw16", "raw32", "text"}))
       ->capture_default_str();
-  cat_cmd->add_option("--tokenizer", cat.tokenizer_model, "sentencepiece model (checked against the manifest)")
+  cat_cmd->add_option("--tokenizer", cat_model, "sentencepiece model (checked against the manifest)")
       ->check(CLI::ExistingFile);
   cat_cmd->add_option("-o,--output", cat_output, "output file ('-' = stdout, the default)")->capture_default_str();
 
@@ -75,9 +98,11 @@ int main(int argc, char** argv) {
       std::fputs(as_json ? (inspection.dump(2) + "\n").c_str() : format_inspection(inspection).c_str(), stdout);
     } else if (*cat_cmd) {
       if (!range.empty()) cat.range = parse_document_range(range);
-      if (cat.format != "text")
+      if (cat_format != "text")
         refuse_binary_on_terminal(cat_output, "pipe it into `tokenize decode -m MODEL`, or use --format text --tokenizer MODEL");
-      cat_shards(dir, cat, cat_output);
+      cat_shards(dir, cat, [&](const TokenizerInfo& recorded, const std::string& manifest) {
+        return cat_sink(cat_format, cat_model, cat_output, recorded, manifest);
+      });
     } else if (*verify_cmd) {
       auto r = verify_shards(dir, quiet);
       std::printf("shard verify: OK: %llu shards, %llu tokens, %llu bytes, every checksum matches\n",

@@ -34,6 +34,8 @@ void ModelConfig::validate() const {
     fail("attn_scale must be auto, inv-sqrt or inv (got '" + attn_scale + "')");
   if (resid_init != "auto" && resid_init != "depth" && resid_init != "none")
     fail("resid_init must be auto, depth or none (got '" + resid_init + "')");
+  if (eps_scope != "blocks" && eps_scope != "all")
+    fail("eps_scope must be blocks or all (got '" + eps_scope + "')");
   if (block_impl != "aten" && block_impl != "fused")
     fail("block_impl must be aten or fused (got '" + block_impl + "')");
 }
@@ -65,6 +67,7 @@ nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json j = options_to_json(c, [](auto& m, auto&& f) { visit_model_options(m, f); },
                                      [](const OptionInfo&) { return true; });
   if (c.block_impl == "aten") j.erase("block_impl");
+  if (c.eps_scope == "blocks") j.erase("eps_scope");  // the default: records made before the switch stay as they were
   j["heads"] = c.heads();  // derived, for readers; ignored when read back
   j["mlp_hidden"] = c.mlp_hidden();
   return j;

@@ -33,6 +33,7 @@ struct ModelConfig {
   double output_mult = 1.0;        // mup/completep logits: output_mult / m_w * h U^T
   std::string attn_scale = "auto";  // auto (sp: 1/sqrt(d), else 1/d) | inv-sqrt | inv
   std::string resid_init = "auto";  // auto (sp: sigma/sqrt(2D) on residual outputs, else none) | depth | none
+  std::string eps_scope = "blocks";  // mup/completep AdamW eps scaled in: blocks (the paper's Table 1) | all (nanoGPT-mup)
   // How the model is computed, not what: aten (one autograd op per tensor op) | fused (one
   // node per block, model/fused_block.h, and at small widths the output head in one pass,
   // model/head_loss.h; equal to aten up to float rounding). Binding, since the rounding
@@ -95,6 +96,11 @@ void visit_model_options(Config& c, F&& f) {
                "residual-projection init: auto (sp: sigma/sqrt(2D); mup/completep: none) | depth (/sqrt(2D)) | none", true,
                true},
     c.resid_init);
+  f(OptionInfo{"eps_scope", "--eps-scope",
+               "mup/completep: AdamW eps scaled (1/m_w, m_d^-alpha) in the residual blocks only (blocks: the paper's "
+               "Table 1) or in every tensor (all: the nanoGPT-mup code's one global eps)",
+               true, true},
+    c.eps_scope);
   f(OptionInfo{"block_impl", "--block-impl",
                "aten | fused (each block one autograd node, CPU float32: faster at small widths, equal up to rounding)",
                true, true},

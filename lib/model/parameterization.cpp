@@ -24,15 +24,21 @@ Multipliers parameterization_multipliers(const ModelConfig& c) {
   // Hidden matrices: Adam's update is O(lr) per entry whatever the fan-in, so lr / m_w
   // keeps the change of W x O(1) in width; m_d^(alpha-1) keeps each block's share of the
   // residual update O(1/D) once it is multiplied by m_d^-alpha. Decay lambda * m_w keeps
-  // lr * lambda (the decay per step) fixed in width. Epsilon follows the gradient's scale,
-  // which shrinks as 1/m_w (fan-in) and as m_d^-alpha (the branch multiplier).
+  // lr * lambda (the decay per step) fixed in width (muP and CompleteP alike: Table 1 of
+  // Dey et al.; microsoft/mup's MuAdam). Epsilon follows the gradient's scale, which
+  // shrinks as 1/m_w (fan-in) and as m_d^-alpha (the branch multiplier), for every tensor
+  // of the residual blocks, matrices and vectors alike.
   const double depth_lr = completep ? std::pow(md, alpha - 1.0) : 1.0;
+  const double block_eps = std::pow(md, -alpha) / mw;
   m.hidden_matrix.lr = depth_lr / mw;
-  m.hidden_matrix.weight_decay = completep ? mw : 1.0;
-  m.hidden_matrix.eps = completep ? std::pow(md, -alpha) / mw : 1.0;
-  // Block norm gains/shifts and biases: width-independent fan-in, same depth rules.
+  m.hidden_matrix.weight_decay = mw;
+  m.hidden_matrix.eps = block_eps;
+  // Block norm gains/shifts and biases: width-independent fan-in, the depth rule of lr.
   m.hidden_vector.lr = depth_lr;
-  m.hidden_vector.eps = completep ? std::pow(md, -alpha) : 1.0;
+  m.hidden_vector.eps = block_eps;
+  // The paper scales epsilon in the residual blocks only; the reference code
+  // (EleutherAI/nanoGPT-mup, completep) scales its one global epsilon, so every tensor.
+  if (c.eps_scope == "all") m.embedding.eps = m.head.eps = m.final_norm.eps = block_eps;
   return m;
 }
 

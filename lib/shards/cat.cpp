@@ -1,12 +1,10 @@
 #include "shards/cat.h"
 
-#include <functional>
 #include <memory>
 #include <vector>
 
 #include "shards/dataset.h"
 #include "shards/token_io.h"
-#include "tokenizer/decoder.h"
 #include "util/error.h"
 
 namespace shapelaw {
@@ -28,28 +26,14 @@ DocumentRange parse_document_range(const std::string& text) {
   return range;
 }
 
-CatResult cat_shards(const std::string& directory, const CatOptions& options, const std::string& output) {
+CatResult cat_shards(const std::string& directory, const CatOptions& options, const DocumentSinkFactory& make_sink) {
   TokenDataset dataset = TokenDataset::open(directory);
   const TokenSplit& split = dataset.split(options.split);
   const uint64_t end = options.range.end.value_or(split.num_documents());
   if (end > split.num_documents() || options.range.begin > end)
     throw Error("--range: split '" + options.split + "' of " + dataset.directory() + " has " +
                 std::to_string(split.num_documents()) + " documents");
-  const bool text = options.format == "text";
-  if (text && options.tokenizer_model.empty())
-    throw Error("--format text needs --tokenizer MODEL (the sentencepiece model of these shards)");
-
-  std::unique_ptr<TextDocumentWriter> text_writer;
-  std::unique_ptr<TokenDocumentWriter> token_writer;
-  if (text) {
-    text_writer = std::make_unique<TextDocumentWriter>(options.tokenizer_model, output, TextFormat::text);
-    check_same_tokenizer(text_writer->model(), dataset.tokenizer(), dataset.directory() + "/manifest.json");
-  } else {
-    if (!options.tokenizer_model.empty())
-      check_same_tokenizer(load_sentencepiece_model(options.tokenizer_model), dataset.tokenizer(),
-                           dataset.directory() + "/manifest.json");
-    token_writer = std::make_unique<TokenDocumentWriter>(output, parse_token_format(options.format), dataset.tokenizer());
-  }
+  DocumentSink sink = make_sink(dataset.tokenizer(), dataset.directory() + "/manifest.json");
 
   CatResult result;
   std::vector<uint32_t> tokens;
@@ -58,16 +42,20 @@ CatResult cat_shards(const std::string& directory, const CatOptions& options, co
     uint64_t stop = split.document_end(d);
     tokens.resize(stop - start);
     split.read(start, tokens.size(), tokens.data());
-    tokens.pop_back();  // the EOS; each writer marks document ends its own way
-    if (text_writer) text_writer->write(tokens);
-    else token_writer->write(tokens.data(), tokens.size());
+    tokens.pop_back();  // the EOS
+    sink.write(tokens);
     result.tokens += tokens.size();
     ++result.documents;
     start = stop;
   }
-  if (text_writer) text_writer->close();
-  else token_writer->close();
+  sink.close();
   return result;
+}
+
+DocumentSink token_document_sink(const std::string& output, TokenFormat format, const TokenizerInfo& tokenizer) {
+  auto writer = std::make_shared<TokenDocumentWriter>(output, format, tokenizer);
+  return {[writer](const std::vector<uint32_t>& tokens) { writer->write(tokens.data(), tokens.size()); },
+          [writer] { writer->close(); }};
 }
 
 }  // namespace shapelaw

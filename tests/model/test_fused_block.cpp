@@ -1,6 +1,8 @@
 // --block-impl fused (model/fused_block.h) against the ATen block: the same loss and
 // gradients up to float rounding for every block option, composition with activation
 // checkpointing, and the ATen block where the fused one does not apply.
+#include "catch.h"
+
 #include <cmath>
 
 #include <torch/torch.h>
@@ -9,10 +11,6 @@
 #include "model/head_loss.h"
 #include "model/model.h"
 #include "model/model_config.h"
-
-// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
-#undef CHECK
-#include "catch.h"
 
 using namespace shapelaw;
 

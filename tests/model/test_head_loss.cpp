@@ -1,5 +1,7 @@
 // The fused head + cross-entropy (model/head_loss.h) against the plain LibTorch
 // composition: same loss, same gradients, same dispatch rules.
+#include "catch.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -9,10 +11,6 @@
 
 #include "model/head_loss.h"
 #include "model/softmax_rows.h"
-
-// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
-#undef CHECK
-#include "catch.h"
 
 using namespace shapelaw;
 

@@ -1,14 +1,12 @@
 // Model shape, parameter counts against the paper's Table 9, and forward-pass sanity.
+#include "catch.h"
+
 #include <cmath>
 
 #include <torch/torch.h>
 
 #include "model/model.h"
 #include "model/model_config.h"
-
-// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
-#undef CHECK
-#include "catch.h"
 
 using namespace shapelaw;
 

@@ -1,6 +1,8 @@
 // Activation recomputation (model/recompute.h): the same gradients bit for bit, less
 // peak memory; and the plan's activation estimate (plan/memory_plan.h) against the peak
 // the CPU allocator meter measures (train/memory_meter.h), with and without it.
+#include "catch.h"
+
 #include <cstdio>
 
 #include <torch/torch.h>
@@ -8,10 +10,6 @@
 #include "model/model.h"
 #include "plan/memory_plan.h"
 #include "train/memory_meter.h"
-
-// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
-#undef CHECK
-#include "catch.h"
 
 using namespace shapelaw;
 

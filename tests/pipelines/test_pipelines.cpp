@@ -115,7 +115,7 @@ TEST_CASE("make -n on the paper's controls shows every arm's runs, laid out, and
   // 30 configurations x 3 learning rates, per parameterization; arm 1 is SP's 3e-4 slice
   CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls-gpt2/sp/runs/") == 90);
   CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls-gpt2/completep/runs/") == 90);
-  CHECK(count_lines_containing(r.output, "--param completep --depth-alpha 1 --base-width 256 --base-depth 2 --depth") == 90);
+  CHECK(count_lines_containing(r.output, "--param completep --depth-alpha 1 --eps-scope blocks --base-width 256 --base-depth 2 --depth") == 90);
   CHECK_THAT(r.output, Catch::Contains("torchrun --no-python --nproc-per-node=4 train --out " + paper +
                                        "/controls-gpt2/sp/runs/t10-7B-64x2896-lr3e-4 "));
   CHECK(r.output.find(" 1/study") == std::string::npos);  // PAPER=1 is the switch, not paper.mk's directory

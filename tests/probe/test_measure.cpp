@@ -1,5 +1,7 @@
 // The torch half of probe-grads: per-layer norms equal a direct autograd computation on
 // a tiny model; averaging over batches; checkpoint loading refuses a mismatched file.
+#include "catch.h"
+
 #include <cmath>
 #include <map>
 
@@ -8,9 +10,6 @@
 #include "model/model.h"
 #include "probe/measure_torch.h"
 
-// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
-#undef CHECK
-#include "catch.h"
 #include "test_support.h"
 #include "util/error.h"
 

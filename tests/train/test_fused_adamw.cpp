@@ -1,12 +1,10 @@
 // The one-pass AdamW (train/fused_adamw.h) against torch::optim::AdamW: same
 // parameters, same state objects, after several steps with clipping and two groups.
+#include "catch.h"
+
 #include <torch/torch.h>
 
 #include "train/fused_adamw.h"
-
-// LibTorch pulls in glog, whose one-argument CHECK would shadow Catch's
-#undef CHECK
-#include "catch.h"
 
 using namespace shapelaw;
 

@@ -1,0 +1,25 @@
+#pragma once
+// Runs this test binary's hidden planted cases under `tag` in a child process and
+// requires Catch's report of them: one failed assertion showing `expression`, the case
+// after it passed, and an ordinary exit (a glog CHECK would end the child by SIGABRT
+// with neither).
+#include <unistd.h>
+
+#include <string>
+
+#include "catch.h"
+#include "test_support.h"
+
+namespace shapelaw::test {
+
+inline void require_catch_owns_check(const std::string& tag, const std::string& expression) {
+  const auto result = run("/proc/" + std::to_string(::getpid()) + "/exe '" + tag + "' --reporter console 2>&1");
+  INFO(result.output);
+  CHECK(result.exit_code == 1);  // Catch: the number of failed cases; 134 = SIGABRT
+  CHECK_THAT(result.output, Catch::Contains(expression));
+  CHECK_THAT(result.output, Catch::Contains("FAILED"));
+  CHECK_THAT(result.output, Catch::Contains("test cases: 2 | 1 passed | 1 failed"));
+  CHECK_THAT(result.output, !Catch::Contains("Check failed"));
+}
+
+}  // namespace shapelaw::test
