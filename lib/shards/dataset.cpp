@@ -1,6 +1,6 @@
 #include "shards/dataset.h"
 
-#include "tokenizer/tokenizer.h"
+#include "shards/tokenizer_id.h"
 
 #include <algorithm>
 #include <filesystem>

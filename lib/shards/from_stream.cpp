@@ -3,7 +3,7 @@
 #include "shards/token_stream.h"
 #include "util/error.h"
 #include "util/progress.h"
-#include "tokenizer/tokenizer.h"
+#include "shards/tokenizer_id.h"
 #include "util/sha256.h"
 
 namespace shapelaw {

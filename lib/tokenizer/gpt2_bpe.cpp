@@ -1,7 +1,5 @@
 #include "tokenizer/gpt2_bpe.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <queue>
 
@@ -64,15 +62,6 @@ uint64_t pair_key(uint32_t left, uint32_t right) { return (uint64_t(left) << 32)
 
 }  // namespace
 
-bool is_gpt2_tokenizer_directory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && stat((path + "/encoder.json").c_str(), &st) == 0;
-}
-
-std::string gpt2_tokenizer_sha256(const std::string& directory) {
-  return sha256_hex(read_file(directory + "/encoder.json") + read_file(directory + "/vocab.bpe"));
-}
-
 Gpt2Bpe::Gpt2Bpe(const std::string& directory) : directory_(directory) {
   const std::string encoder_path = directory + "/encoder.json", merges_path = directory + "/vocab.bpe";
   const std::string encoder_text = read_file(encoder_path), merges_text = read_file(merges_path);
@@ -117,7 +106,7 @@ Gpt2Bpe::Gpt2Bpe(const std::string& directory) : directory_(directory) {
   info_.kind = "gpt2";
   info_.vocab_size = uint32_t(vocab);
   info_.eos_id = eot->second;
-  info_.model_sha256 = sha256_hex(encoder_text + merges_text);
+  info_.model_sha256 = sha256_hex(encoder_text + merges_text);  // as shards/tokenizer_id.h names it
 
   token_offset_.reserve(vocab + 1);
   for (const auto& b : bytes_of) {

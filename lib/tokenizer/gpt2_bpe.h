@@ -67,10 +67,4 @@ class Gpt2Bpe {
   std::unordered_map<uint64_t, Merge> merges_;
 };
 
-// SHA-256 of encoder.json followed by vocab.bpe: what records name a GPT-2 tokenizer by
-// (`cat encoder.json vocab.bpe | sha256sum` in the directory).
-std::string gpt2_tokenizer_sha256(const std::string& directory);
-// Whether `path` is a directory holding encoder.json (a GPT-2 tokenizer to load).
-bool is_gpt2_tokenizer_directory(const std::string& path);
-
 }  // namespace shapelaw

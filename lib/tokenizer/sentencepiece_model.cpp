@@ -1,7 +1,7 @@
 #include "tokenizer/sentencepiece_model.h"
 
 #include "tokenizer/bpe_model.h"
-#include "tokenizer/tokenizer.h"
+#include "shards/tokenizer_id.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/sha256.h"

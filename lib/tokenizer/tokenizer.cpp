@@ -5,7 +5,6 @@
 #include "tokenizer/gpt2_bpe.h"
 #include "tokenizer/sentencepiece_model.h"
 #include "util/error.h"
-#include "util/sha256.h"
 
 namespace shapelaw {
 
@@ -83,15 +82,6 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
     throw Error(located(path, 0, "a directory without encoder.json: a tokenizer is a sentencepiece .model file or a "
                                  "directory of GPT-2's encoder.json and vocab.bpe (scripts/fetch-tokenizer gpt2)"));
   return std::make_unique<SentencePieceTokenizer>(path);
-}
-
-std::string tokenizer_sha256(const std::string& path) {
-  return is_gpt2_tokenizer_directory(path) ? gpt2_tokenizer_sha256(path) : sha256_file_hex(path);
-}
-
-std::string describe(const TokenizerInfo& info) {
-  return (info.kind.empty() ? std::string("sentencepiece") : info.kind) + " (sha256 " + info.model_sha256.substr(0, 12) +
-         "…)";
 }
 
 void check_same_tokenizer(const Tokenizer& tokenizer, const TokenizerInfo& recorded, const std::string& source) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shards/tokenizer_id.h"
 #include "shards/writer.h"
 
 namespace shapelaw {
@@ -39,14 +40,8 @@ class Tokenizer {
 // naming the path otherwise.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 
-// The SHA-256 that records name the tokenizer at `path` by, without loading it.
-std::string tokenizer_sha256(const std::string& path);
-
 // Throws Error unless `tokenizer` is the one `recorded` describes (kind and SHA-256);
 // `source` names where the record came from.
 void check_same_tokenizer(const Tokenizer& tokenizer, const TokenizerInfo& recorded, const std::string& source);
-
-// "gpt2 1961396…" or "sentencepiece 0a1b2c…": how messages name a tokenizer.
-std::string describe(const TokenizerInfo& info);
 
 }  // namespace shapelaw
