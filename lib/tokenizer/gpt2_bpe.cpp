@@ -1,7 +1,6 @@
 #include "tokenizer/gpt2_bpe.h"
 
 #include <algorithm>
-#include <queue>
 
 #include <nlohmann/json.hpp>
 
@@ -94,8 +93,8 @@ Gpt2Bpe::Gpt2Bpe(const std::string& directory) : directory_(directory) {
     const uint32_t id = it->get<uint32_t>();
     if (seen[id]) throw Error(located(encoder_path, 0, "token '" + token + "': id " + std::to_string(id) + " given twice"));
     seen[id] = true;
-    // The end-of-text token stands for no bytes of a document; its spelling is what
-    // the reference decodes it to.
+    // <|endoftext|> too is spelled in the byte map: decoding it alone gives that text, as
+    // the reference's decode does (within a document it never occurs: EOS ends one).
     if (!token_to_bytes(token, byte_of, bytes))
       throw Error(located(encoder_path, 0, "token '" + token + "' has a character outside GPT-2's byte map"));
     bytes_of[id] = bytes;
@@ -139,8 +138,10 @@ Gpt2Bpe::Gpt2Bpe(const std::string& directory) : directory_(directory) {
   }
   if (lines.size() < 2) throw Error(located(merges_path, 0, "no merges"));
   // Merging by rank one pair occurrence at a time (Session::merge) gives what merging
-  // every occurrence of the best pair at once gives only if no merge uses a token that
-  // a later merge makes: GPT-2's list has that order; another list is refused.
+  // every occurrence of the best pair at once gives only if a merge's token first
+  // appears with it, so that every pair it then forms ranks later: no merge uses a
+  // token that a later merge makes, and no two make the same one. GPT-2's list is so
+  // ordered; another list is refused.
   std::vector<uint32_t> made_at(vocab, UINT32_MAX);
   for (int b = 0; b < 256; ++b) made_at[byte_token_[b]] = 0;
   merges_.reserve(lines.size());
@@ -158,7 +159,9 @@ Gpt2Bpe::Gpt2Bpe(const std::string& directory) : directory_(directory) {
     const uint32_t rank = uint32_t(i - 1);
     if (made_at[l->second] > rank || made_at[r->second] > rank)
       throw Error(located(merges_path, line_number, "merges a token that only a later merge makes"));
-    if (made_at[m->second] == UINT32_MAX) made_at[m->second] = rank + 1;
+    if (made_at[m->second] != UINT32_MAX)
+      throw Error(located(merges_path, line_number, "makes a token that an earlier merge makes too"));
+    made_at[m->second] = rank + 1;
     merges_.emplace(pair_key(l->second, r->second), Merge{rank, m->second});
   }
 }

@@ -337,6 +337,8 @@ TEST_CASE("gpt2: malformed tokenizer files are refused naming the file and line"
   CHECK_THROWS_WITH(Gpt2Bpe(d), Catch::Contains("vocab.bpe:3") && Catch::Contains("two tokens"));
   test::write_text(d + "/vocab.bpe", "#version: 0.2\nĠt he\n");
   CHECK_THROWS_WITH(Gpt2Bpe(d), Catch::Contains("vocab.bpe:2") && Catch::Contains("later merge"));
+  test::write_text(d + "/vocab.bpe", "#version: 0.2\nĠ t\nĠ t\n");
+  CHECK_THROWS_WITH(Gpt2Bpe(d), Catch::Contains("vocab.bpe:3") && Catch::Contains("an earlier merge makes too"));
   test::write_text(d + "/encoder.json", "{\"a\": 0, \"b\": 0}");
   CHECK_THROWS_WITH(Gpt2Bpe(d), Catch::Contains("encoder.json") && Catch::Contains("given twice"));
   test::write_text(d + "/encoder.json", "[1, 2");
