@@ -1,8 +1,8 @@
 #pragma once
 // Token ids back into text: `tokenize decode` and `shard cat --format text`. One
-// document in, its decoding out (sentencepiece's text, or GPT-2's bytes exactly), either as a line of text or as a
-// corpus JSON line (docs/formats.md, "Corpus layout"), which `tokenize encode` reads
-// again.
+// document in, its decoding out (sentencepiece's normalized text, or GPT-2's bytes
+// exactly), either as a line of text or as a corpus JSON line (docs/formats.md,
+// "Corpus layout"), which `tokenize encode` reads again.
 #include <cstdint>
 #include <memory>
 #include <string>
