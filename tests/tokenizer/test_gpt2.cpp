@@ -14,12 +14,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shards/dataset.h"
 #include "shards/token_stream.h"
 #include "tokenizer/gpt2_bpe.h"
 #include "tokenizer/gpt2_pretokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_replace.h"
+#include "util/crc32c.h"
 #include "util/error.h"
+#include "util/little_endian.h"
 #include "util/sha256.h"
 #include "test_support.h"
 
@@ -343,4 +346,43 @@ TEST_CASE("gpt2: malformed tokenizer files are refused naming the file and line"
   CHECK_THROWS_WITH(Gpt2Bpe(d), Catch::Contains("encoder.json") && Catch::Contains("given twice"));
   test::write_text(d + "/encoder.json", "[1, 2");
   CHECK_THROWS_WITH(Gpt2Bpe(d), Catch::Contains("encoder.json") && Catch::Contains("not JSON"));
+}
+
+TEST_CASE("records from before the kind was named read as sentencepiece") {
+  test::TempDir dir;
+  // a version 1 token stream: bytes 84-123 the sentencepiece version, no kind
+  unsigned char header[128] = {};
+  std::memcpy(header, "SHPLTOKS", 8);
+  le::put32(header + 8, 1);
+  le::put32(header + 12, 300);
+  le::put32(header + 16, 2);
+  std::memset(header + 20, 'a', 64);
+  std::memcpy(header + 84, "0.1.97", 6);
+  le::put32(header + 124, crc32c(header, 124));
+  unsigned char block[12 + 8], end[32] = {};
+  const uint32_t tokens[2] = {7, 2};
+  le::put32(block, 2);
+  le::put32(block + 4, 1);
+  le::put32(block + 8, crc32c(tokens, sizeof tokens));
+  std::memcpy(block + 12, tokens, sizeof tokens);
+  le::put64(end + 12, 2);
+  le::put64(end + 20, 1);
+  le::put32(end + 28, crc32c(end + 12, 16));
+  const std::string stream = dir.path() + "/v1.stream";
+  test::write_text(stream, std::string(reinterpret_cast<char*>(header), 128) +
+                               std::string(reinterpret_cast<char*>(block), sizeof block) +
+                               std::string(reinterpret_cast<char*>(end), sizeof end));
+  TokenizerInfo info;
+  CHECK(stream_ids(stream, &info) == std::vector<uint32_t>{7, 2});
+  CHECK(info.kind == "sentencepiece");
+  CHECK(info.sentencepiece_version == "0.1.97");
+
+  // a manifest without tokenizer.kind
+  const std::string shards = dir.path() + "/shards";
+  REQUIRE(run(bin("shard") + " write -q -o " + shards + " " + stream).exit_code == 0);
+  auto manifest = nlohmann::json::parse(test::read_text(shards + "/manifest.json"));
+  CHECK(manifest.at("tokenizer").at("kind") == "sentencepiece");
+  manifest["tokenizer"].erase("kind");
+  test::write_text(shards + "/manifest.json", manifest.dump());
+  CHECK(TokenDataset::open(shards).tokenizer().kind == "sentencepiece");
 }
