@@ -40,7 +40,7 @@ build: deps
 
 # the GPT-2 tokenizer's tests compare against its files and JS reference (fetched once)
 test: build
-	@SHAPELAW_CACHE=$(CURDIR)/$(BUILD)/cache scripts/fetch-tokenizer gpt2 >/dev/null
+	@SHAPELAW_CACHE=$${SHAPELAW_CACHE:-$(CURDIR)/$(BUILD)/cache} scripts/fetch-tokenizer gpt2 >/dev/null
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 600
 
 bench-data: build
