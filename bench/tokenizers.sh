@@ -4,7 +4,8 @@
 #   (`tokenize encode -m MODEL`, the micro pipeline's 2048-token BPE) at 1 and 2 threads,
 #   and the JS reference (gpt-3-encoder 1.1.4's Encoder.js under node: one process, and
 #   two processes on the two halves at once), plus a check that GPT-2's ids equal the
-#   reference's on that input.
+#   reference's on that input, and GPT-2's encoding proper on one core (bench_gpt2_encode:
+#   documents in memory, no reading or writing).
 # Input: the Brown corpus documents (the embedded corpus) REPEAT times, as JSON lines.
 # Wall and CPU times of whole processes (loading the vocabulary included); ours best of
 # 3 by wall time. MB per CPU-second is the speed per core even on a busy machine.
@@ -86,3 +87,6 @@ for name, t, c, sp in [("tokenize encode -m gpt2 -t 1", g1, cg1, s1), ("tokenize
     print(f"{name:<40} {mb/t:7.2f} {mb/c:9.2f} {c/t:8.2f}  {j1/t:11.1f}x  {(f'{sp/t:.2f}x' if sp else ''):>19}")
 print(f"thread scaling (wall, 2 vs 1): gpt2 {g1/g2:.2f}x, sentencepiece {s1/s2:.2f}x, JS {j1/j2:.2f}x")
 PY
+echo "== GPT-2 encoding proper, one core (bench_gpt2_encode: documents parsed into memory first)"
+bench_gpt2_encode "$gpt2" "$work/docs.jsonl" 2
+
