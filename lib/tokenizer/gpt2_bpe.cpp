@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kEndOfText = "<|endoftext|>";
 // Bounds a session's memory on a corpus of endless distinct pieces; emptying the
 // cache changes how fast, never what.
-constexpr size_t kMaxCachedPieces = 1 << 19;
+constexpr size_t kMaxCachedPieces = 1 << 19, kMaxCachedIds = 1 << 26;
 
 // GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68
 // for U+0100.. in byte order, so every token is printable text in encoder.json.
@@ -221,7 +221,7 @@ void Gpt2Bpe::Session::encode(std::string_view text, std::vector<uint32_t>& ids)
     }
     const size_t before = ids.size();
     merge(piece, ids);
-    if (cache_.size() >= kMaxCachedPieces) {
+    if (cache_.size() >= kMaxCachedPieces || cached_.size() >= kMaxCachedIds) {
       cache_.clear();
       cached_.clear();
     }
