@@ -7,7 +7,7 @@
 # (gpt2: tokenizer-gpt2/, shards-gpt2/, study-gpt2/; sentencepiece: tokenizer.model,
 # shards/, study/), since losses per token of the two are not comparable.
 #
-#   make -f pipelines/paper.mk SLIMPAJAMA_DIR=/data/SlimPajama-627B LAUNCH="torchrun --no-python --nproc-per-node=8"
+#   make -f pipelines/paper.mk SLIMPAJAMA_DIR=/data/SlimPajama-627B LAUNCH="torchrun --standalone --no_python --nproc_per_node=8"
 #   make -n -f pipelines/paper.mk       # print the plan, run nothing
 #
 #   make -f pipelines/paper.mk plan    # memory per GPU, GPU-hours of every run, totals
@@ -113,7 +113,11 @@ layout_of = $(subst :, ,$(firstword $(foreach l,$(layouts),$(if $(filter $(first
 layout_gpus = $(word 2,$(call layout_of,$(1)))
 layout_flags = $(subst $(comma), ,$(word 4,$(call layout_of,$(1))))
 TRAIN_ARGS = $(PAPER_TRAIN_ARGS) $(call layout_flags,$(1))
-LAUNCH ?= $(if $(filter-out 1,$(call layout_gpus,$(1))),torchrun --no-python --nproc-per-node=$(call layout_gpus,$(1)))
+# --standalone: each launch's rendezvous on a free port of its own, so runs that make -j
+# starts side by side on one node do not meet at 29500; the underscore spellings are
+# the ones every torchrun takes (1.13's has no --nproc-per-node).
+TORCHRUN ?= torchrun --standalone --no_python --nproc_per_node=
+LAUNCH ?= $(if $(filter-out 1,$(call layout_gpus,$(1))),$(TORCHRUN)$(call layout_gpus,$(1)))
 export GPU_SLOT_GPUS := $(GPUS)
 RUN_PREFIX = $(if $(filter no,$(word 3,$(call layout_of,$*))),{ echo "paper.mk: $* does not fit GPU_MEMORY=$(GPU_MEMORY) \
   on up to $(GPUS) GPU(s): see make -f pipelines/paper.mk plan" >&2; exit 1; };,scripts/gpu-slot --need $(call layout_gpus,$*) --)

@@ -5,7 +5,7 @@
 #   TOKENIZER_MODEL the tokenizer the shards were made with (sentencepiece model or GPT-2 directory)
 #   TRAIN_ARGS    train flags shared by every run
 #   STUDY         output directory (runs/, results/, report/ inside)
-# and may set LAUNCH (e.g. "torchrun --no-python --nproc-per-node=8"), RUN_PREFIX (a
+# and may set LAUNCH (e.g. "torchrun --standalone --no_python --nproc_per_node=8"), RUN_PREFIX (a
 # wrapper before LAUNCH that is not part of the run's identity, e.g. a GPU-slot
 # chooser), TRAIN_EXTRA (flags appended to TRAIN_ARGS), PROBE_ARGS, PROBE_MIN_DEPTH,
 # FIT_ARGS, AUDIT_ARGS, STUDY_TITLE, SEEDS, LRS, SWEEP, LENIENT, STUDY_JOBS, V.

@@ -18,6 +18,7 @@
 // caching allocator's statistics. Debian's CPU LibTorch ships the header but no CUDA.
 #ifdef SHAPELAW_HAVE_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #define SHAPELAW_TORCH_AT_LEAST(major, minor) \
@@ -146,6 +147,17 @@ inline void cuda_synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());
 #else
   (void)device;  // 1.13 CPU builds: nothing to wait for (item() syncs on CUDA anyway)
+#endif
+}
+
+// Makes `device` the current CUDA device of this process (torch.cuda.set_device): NCCL's
+// communicators, cuBLAS handles and any tensor made without a device index then land on
+// this rank's GPU rather than on GPU 0.
+inline void cuda_set_device(const torch::Device& device) {
+#ifdef SHAPELAW_HAVE_CUDA
+  if (device.is_cuda() && device.index() >= 0) c10::cuda::set_device(device.index());
+#else
+  (void)device;
 #endif
 }
 

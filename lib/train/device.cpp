@@ -13,14 +13,11 @@ RunDevice select_device(const std::string& name, const std::string& precision, c
     if (!torch::cuda::is_available())
       throw Error("--device cuda: no CUDA device available (this LibTorch " + compat::torch_version() +
                   (gpus == 0 ? " sees no GPU" : "") + ")");
-    if (dist.local_rank >= gpus)
-      throw Error("--device cuda: LOCAL_RANK " + std::to_string(dist.local_rank) + " but this machine has " +
-                  std::to_string(gpus) +
-                  " visible GPU(s): one rank per GPU (under Slurm with --gpus-per-task, each rank sees one "
-                  "GPU: set LOCAL_RANK=0, or let every rank see all GPUs via CUDA_VISIBLE_DEVICES)");
   }
   RunDevice d;
-  d.device = name == "cuda" ? torch::Device(torch::kCUDA, dist.local_rank) : torch::Device(torch::kCPU);
+  d.device = name == "cuda" ? torch::Device(torch::kCUDA, cuda_device_index(dist.launch, int(torch::cuda::device_count())))
+                            : torch::Device(torch::kCPU);
+  compat::cuda_set_device(d.device);  // before any collective or handle is made
   d.bf16 = precision == "bf16" || (precision == "auto" && d.device.is_cuda());
   if (d.bf16 && !d.device.is_cuda()) throw Error("--precision bf16 needs --device cuda (CPU runs in fp32)");
   return d;

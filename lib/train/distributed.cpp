@@ -27,6 +27,7 @@
 #endif
 #if defined(SHAPELAW_HAVE_GLOO) || defined(SHAPELAW_HAVE_NCCL)
 #define SHAPELAW_HAVE_C10D 1
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 
@@ -179,15 +180,16 @@ const Distributed& Distributed::single() {
   return one;
 }
 
-int Distributed::world_from_env() { return env_int("WORLD_SIZE", "SLURM_NTASKS", 1); }
+int Distributed::world_from_env() { return launch_env().world; }
 
 Distributed Distributed::from_env(const std::string& device) {
   Distributed d;
-  d.world = world_from_env();
-  d.rank = env_int("RANK", "SLURM_PROCID", 0);
-  d.local_rank = env_int("LOCAL_RANK", "SLURM_LOCALID", 0);
-  if (d.world < 1 || d.rank < 0 || d.rank >= d.world)
-    throw Error("invalid RANK=" + std::to_string(d.rank) + " / WORLD_SIZE=" + std::to_string(d.world));
+  d.launch = launch_env();  // or a clear error, before any wait
+  d.world = d.launch.world;
+  d.rank = d.launch.rank;
+  d.local_rank = d.launch.local_rank;
+  if (d.rank == 0)
+    for (const auto& note : d.launch.notes) std::fprintf(stderr, "train: %s\n", note.c_str());
   // One rank needs no process group, unless WORLD_SIZE=1 is set and a backend is named:
   // then the collectives run on one rank, which checks a backend (NCCL on a single-GPU
   // machine) end to end. Both are required, so that a backend exported in the shell does
@@ -196,10 +198,8 @@ Distributed Distributed::from_env(const std::string& device) {
   if (d.world == 1 && !one_rank_check) return d;
   const std::string backend = choose_backend(device);  // or a clear error
 #ifdef SHAPELAW_HAVE_C10D
-  // torchrun sets MASTER_ADDR/MASTER_PORT; under Slurm give them yourself (or the
-  // defaults: loopback, 29500, i.e. a single node)
-  const std::string addr = env_str("MASTER_ADDR", nullptr, "127.0.0.1");
-  const int port = env_int("MASTER_PORT", nullptr, 29500);
+  const std::string addr = d.launch.master_addr;
+  const int port = d.launch.master_port;
   // How long a rank waits for the others, in each wait of the rendezvous and in each
   // collective. The default (NCCL's own; Gloo's is 30 minutes) leaves room for rank 0
   // writing a large checkpoint while the others wait; a test or a shell loop wants to fail fast.
@@ -210,7 +210,7 @@ Distributed Distributed::from_env(const std::string& device) {
   try {
     c10d::TCPStoreOptions opts;
     opts.port = uint16_t(port);
-    opts.isServer = d.rank == 0;
+    opts.isServer = d.rank == 0 && !d.launch.agent_store;  // torchrun's agent may serve it already
     opts.numWorkers = size_t(d.world);
     opts.timeout = timeout;
     try {
@@ -221,6 +221,9 @@ Distributed Distributed::from_env(const std::string& device) {
       if (!libuv_missing || !compat::use_classic_store_backend(opts)) throw;
       group->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
     }
+    // torchrun's agent store holds other keys too; the workers' live under this prefix
+    // (what torch.distributed's own rendezvous does with it)
+    if (d.launch.agent_store) group->store = c10::make_intrusive<c10d::PrefixStore>(d.launch.store_prefix, group->store);
 #ifdef SHAPELAW_HAVE_NCCL
     if (backend == "nccl") {
       auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -241,7 +244,8 @@ Distributed Distributed::from_env(const std::string& device) {
     // c10 errors carry a stack dump in what(): the message alone is what a user needs
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     throw Error("data-parallel rendezvous (" + backend + ") at " + addr + ":" + std::to_string(port) + " (rank " +
-                std::to_string(d.rank) + " of " + std::to_string(d.world) + ", SHAPELAW_DIST_TIMEOUT=" +
+                std::to_string(d.rank) + " of " + std::to_string(d.world) + ", launched by " + d.launch.launcher +
+                ", port from " + d.launch.port_source + ", SHAPELAW_DIST_TIMEOUT=" +
                 std::to_string(timeout_s) + " s) failed: " + (c10_error ? c10_error->what_without_backtrace() : e.what()));
   }
   d.group = group;

@@ -1,7 +1,6 @@
 #pragma once
 // Data parallelism over torch's c10d process groups, configured from the environment
-// torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or Slurm
-// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) sets. world == 1 needs no process group
+// torchrun or an srun step sets (train/launch_env.h). world == 1 needs no process group
 // unless WORLD_SIZE=1 is set and SHAPELAW_DIST_BACKEND names one (a one-rank check of that backend).
 #include <memory>
 #include <string>
@@ -9,10 +8,13 @@
 
 #include <torch/torch.h>
 
+#include "train/launch_env.h"
+
 namespace shapelaw {
 
 struct Distributed {
   int rank = 0, world = 1, local_rank = 0;
+  LaunchEnv launch;             // who launched this process (rank, world, store address)
   std::shared_ptr<void> group;  // the c10d process group (opaque here); null: no collectives
   // Collectives go over flattened tensors in buckets of about this size (--bucket-mb):
   // fewer, larger calls against the memory of one flat copy.
@@ -21,7 +23,7 @@ struct Distributed {
   // Backend: nccl for --device cuda when built with it, else gloo; the environment
   // variable SHAPELAW_DIST_BACKEND=gloo|nccl overrides.
   static Distributed from_env(const std::string& device);
-  static int world_from_env();  // WORLD_SIZE or SLURM_NTASKS (default 1), connecting to nothing
+  static int world_from_env();  // the launch environment's world (default 1), connecting to nothing
   static const Distributed& single();  // one process, no collectives
   static bool available();  // whether this build can run world > 1
   static bool has_backend(const std::string& name);  // "gloo", "nccl"

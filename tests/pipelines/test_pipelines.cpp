@@ -78,7 +78,7 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
   // Each run's layout from the plan: the small runs on one GPU at the paper's micro-batch,
   // the 7B runs over 4 GPUs with ZeRO-2 (ZeRO-1 would need 8), launched by torchrun.
   CHECK(count_lines_containing(r.output, "--probe-steps 1001 --micro-batch 16 ") >= 18);
-  CHECK_THAT(r.output, Catch::Contains("torchrun --no-python --nproc-per-node=4 train --out " + paper +
+  CHECK_THAT(r.output, Catch::Contains("torchrun --standalone --no_python --nproc_per_node=4 train --out " + paper +
                                        "/study-gpt2/runs/t10-7B-64x2896 "));
   CHECK(count_lines_containing(r.output, "--zero 2") >= 2);
   // TOKENIZER=sentencepiece: today's sentencepiece BPE trained on SlimPajama, its own directories
@@ -91,8 +91,8 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("GPT-2's tokenizer has 50257 tokens"));
   // LAUNCH, given, wraps every run.
-  r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " LAUNCH='torchrun --no-python --nproc-per-node=8'"));
-  CHECK(count_lines_containing(r.output, "torchrun --no-python --nproc-per-node=8 train --out") == 30);
+  r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " LAUNCH='torchrun --standalone --no_python --nproc_per_node=8'"));
+  CHECK(count_lines_containing(r.output, "torchrun --standalone --no_python --nproc_per_node=8 train --out") == 30);
   // The plan itself: one line per run and the totals; what does not fit is said.
   r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=8"));
   INFO(r.output);
@@ -115,7 +115,7 @@ TEST_CASE("make -n on the paper's controls shows every arm's runs, laid out, and
   CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls-gpt2/sp/runs/") == 90);
   CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls-gpt2/completep/runs/") == 90);
   CHECK(count_lines_containing(r.output, "--param completep --depth-alpha 1 --eps-scope blocks --base-width 256 --base-depth 2 --depth") == 90);
-  CHECK_THAT(r.output, Catch::Contains("torchrun --no-python --nproc-per-node=4 train --out " + paper +
+  CHECK_THAT(r.output, Catch::Contains("torchrun --standalone --no_python --nproc_per_node=4 train --out " + paper +
                                        "/controls-gpt2/sp/runs/t10-7B-64x2896-lr3e-4 "));
   CHECK(r.output.find(" 1/study") == std::string::npos);  // PAPER=1 is the switch, not paper.mk's directory
   // the plan of a swept grid: every run its own GPU-hours

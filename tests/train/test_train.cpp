@@ -396,12 +396,65 @@ TEST_CASE("train: a rank whose peers never come gives up after SHAPELAW_DIST_TIM
   }
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("data-parallel rendezvous (gloo) at 127.0.0.1:" + std::to_string(port)));
-  CHECK_THAT(r.output, Catch::Contains("rank 1 of 2, SHAPELAW_DIST_TIMEOUT=2 s) failed"));
+  CHECK_THAT(r.output, Catch::Contains("rank 1 of 2, launched by torchrun, port from MASTER_PORT, SHAPELAW_DIST_TIMEOUT=2 s) failed"));
   CHECK(seconds < 60);
   CHECK(!fs::exists(tmp.path() + "/late/summary.json"));
   auto zero = run("SHAPELAW_DIST_TIMEOUT=0 RANK=1 WORLD_SIZE=2 " + base_args(tmp.path() + "/zero") + " --steps 1");
   CHECK(zero.exit_code == 1);
   CHECK_THAT(zero.output, Catch::Contains("SHAPELAW_DIST_TIMEOUT=0: give seconds, at least 1"));
+}
+
+TEST_CASE("train: inside an sbatch script (SLURM_NTASKS=4, no srun step) a plain run is one process, at once") {
+  // the cluster's reproduction: this waited 600 s as rank 0 of 4
+  TempDir tmp;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run("SLURM_JOB_ID=7 SLURM_NTASKS=4 SLURM_PROCID=0 SLURM_LOCALID=0 SHAPELAW_DIST_TIMEOUT=30 " +
+               base_args(tmp.path() + "/batch") + " --steps 2");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(seconds < 30);
+  CHECK_THAT(r.output, Catch::Contains("SLURM_NTASKS=4 outside an srun step (no SLURM_STEP_ID): ignored, one process"));
+  CHECK(json::parse(read_file(tmp.path() + "/batch/summary.json"))["world_size"] == 1);
+  // an srun step without its rank fails before it waits
+  auto bad = run("SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=4 " + base_args(tmp.path() + "/bad") + " --steps 1");
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains("an srun step of 4 tasks without SLURM_PROCID"));
+}
+
+TEST_CASE("train: two 2-rank torchrun launches at once, through paper.mk's launch line, both complete") {
+  // make -j on one node used to start every multi-GPU run's rendezvous at port 29500
+  TempDir tmp;
+  auto line = run("cd " + source("") + " && PATH=" + bin("") + ":$PATH make -s --no-print-directory -f pipelines/paper.mk PAPER=" +
+                  tmp.path() + "/paper --eval 'launch-line: ; @echo \"$(TORCHRUN)2\"' launch-line");
+  INFO(line.output);
+  REQUIRE(line.exit_code == 0);
+  std::string launch = line.output.substr(0, line.output.find('\n'));
+  REQUIRE_THAT(launch, Catch::StartsWith("torchrun --standalone"));
+  // Debian 12's torchrun (torch 1.13 under Python 3.11) dies in its redirect table before it
+  // launches anything; there the launch line runs with a stand-in that does what
+  // --standalone documents (tests/train/standin/torchrun). Where torchrun works, it is used.
+  std::string path;
+  if (run("torchrun --standalone --no_python --nproc_per_node=1 true").exit_code != 0) {
+    WARN("this machine's torchrun does not start: the launch line runs with tests/train/standin/torchrun");
+    path = "PATH=" + source("tests/train/standin") + ":$PATH; ";
+  }
+  const std::string opts = " --steps 3 --batch-tokens 256 --micro-batch 2";
+  auto r = run(path + "export SHAPELAW_DIST_TIMEOUT=60; (" + launch + " " + base_args(tmp.path() + "/a") + opts + " > " +
+               tmp.path() + "/a.log 2>&1; echo a=$? >> " + tmp.path() + "/rc) & (" + launch + " " +
+               base_args(tmp.path() + "/b") + opts + " > " + tmp.path() + "/b.log 2>&1; echo b=$? >> " + tmp.path() +
+               "/rc) & wait; cat " + tmp.path() + "/rc " + tmp.path() + "/a.log " + tmp.path() + "/b.log");
+  INFO(r.output);
+  if (r.output.find("no c10d process group") != std::string::npos) {
+    WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
+    return;
+  }
+  CHECK_THAT(r.output, Catch::Contains("a=0"));
+  CHECK_THAT(r.output, Catch::Contains("b=0"));
+  for (const char* run_dir : {"/a", "/b"}) {
+    REQUIRE(fs::exists(tmp.path() + run_dir + "/summary.json"));
+    CHECK(json::parse(read_file(tmp.path() + run_dir + "/summary.json"))["world_size"] == 2);
+  }
 }
 
 TEST_CASE("train: a data-parallel backend that is unknown or not built is refused clearly") {
