@@ -19,7 +19,7 @@ help:
 	@echo "make              build, then run the embedded micro pipeline (pipelines/micro.mk), nproc runs at once"
 	@echo "                  (-jN: N at once; V=1: echo commands; SEEDS=, LRS=, GRID=, TOKENS=, DATA=: see README)"
 	@echo "make test         build and run all tests (CTest)"
-	@echo "make bench-data   tokenize/shard benchmarks (results: docs/benchmarks.md)"
+	@echo "make bench-data   tokenize/shard benchmarks, GPT-2 vs sentencepiece vs JS (results: docs/benchmarks.md)"
 	@echo "make bench-train  trainer benchmark against the PyTorch reference"
 	@echo "make bench-fit    fit-law timings"
 	@echo "make fast         the micro pipeline at FAST=1 (three tiny runs, every stage)"
@@ -38,11 +38,14 @@ build: deps
 	  || { cat $(BUILD).configure.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# the GPT-2 tokenizer's tests compare against its files and JS reference (fetched once)
 test: build
+	@SHAPELAW_CACHE=$${SHAPELAW_CACHE:-$(CURDIR)/$(BUILD)/cache} scripts/fetch-tokenizer gpt2 >/dev/null
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure --timeout 600
 
 bench-data: build
 	bench/data.sh
+	bench/tokenizers.sh
 
 bench-train: build
 	bench/train.sh

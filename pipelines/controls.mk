@@ -38,7 +38,8 @@ STUDY_MK ?= pipelines/paper.mk
 # paper.mk's own PAPER is its output directory, not this switch: the sub-makes get PAPER_DIR
 PAPER_DIR ?= work/paper
 study_mk_vars := PAPER=$(PAPER_DIR)
-CONTROLS ?= $(PAPER_DIR)/controls
+# paper.mk's TOKENIZER (gpt2 by default) picks the data: its controls are kept apart too
+CONTROLS ?= $(PAPER_DIR)/controls$(if $(filter sentencepiece,$(TOKENIZER)),,-gpt2)
 CONTROLS_REPORT ?= $(CONTROLS)/report
 CONTROLS_GRID ?= pipelines/grids/paper.grid
 SP_DEFAULT_LRS ?= 1e-4 3e-4 1e-3

@@ -106,5 +106,5 @@ TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) 
 # e.g. the controls study's --param completep ...
 STUDY_TITLE ?= shapelaw micro-study: Brown corpus, $(VOCAB)-token BPE, $(TOKENS) tokens per run
 DATA_MANIFEST := $(manifest)
-TOKENIZER := $(tokenizer)
+TOKENIZER_MODEL := $(tokenizer)
 include pipelines/study.mk

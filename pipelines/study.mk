@@ -2,7 +2,7 @@
 # fit the laws, audit, report. Included by micro.mk and paper.mk, which set:
 #   GRID          grid file: "run depth width [extra train flags]" per line
 #   DATA_MANIFEST shard manifest.json (a make target of the including file, or a file)
-#   TOKENIZER     sentencepiece model the shards were made with
+#   TOKENIZER_MODEL the tokenizer the shards were made with (sentencepiece model or GPT-2 directory)
 #   TRAIN_ARGS    train flags shared by every run
 #   STUDY         output directory (runs/, results/, report/ inside)
 # and may set LAUNCH (e.g. "torchrun --standalone --no_python --nproc_per_node=8"), RUN_PREFIX (a
@@ -115,7 +115,7 @@ fit: $(results)/fit.json
 audit: $(results)/audit.md
 
 train_command = $(LAUNCH) train --out $(runs_dir)/$(1) --run-id $(1) $(TRAIN_ARGS) $(TRAIN_EXTRA) $(call run_flags,$(1)) \
-  --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER)
+  --data $(dir $(DATA_MANIFEST)) --tokenizer-model $(TOKENIZER_MODEL)
 
 # Only a make that goes past the data stage syncs them: `make data` under other settings
 # (a sub-make of make controls TOKENS=..., say) must never wipe this study's runs.

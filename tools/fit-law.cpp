@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     int threads = 0;
     app.add_option("inputs", inputs, "summary.json files, directories (searched for summary.json), globs, .csv, .jsonl");
     app.add_option("--col", col_specs, "column mapping FIELD=COLUMN[*SCALE], e.g. tokens=tokens_b*1e9 "
-                                       "(fields: run group tokenizer depth width loss tau loss_se params params_nonembedding tokens compute)");
+                                       "(fields: run group tokenizer tokenizer_kind depth width loss tau loss_se params params_nonembedding tokens compute)");
     app.add_option("--model,-m", models, "laws to fit (repeat or comma-separate; default: every law for the response)")
         ->delimiter(',');
     app.add_flag("--tau", o.tau, "input is a probe-grads tau table (fits tau-power and tau-log against width)");

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     measure->add_option("run", mo.run, "run directory (or its checkpoints/, or one step_N checkpoint)")->required();
     measure->add_option("--step", mo.step, "checkpoint step (default: the newest complete one)");
     measure->add_option("--data", mo.data, "shard directory (default: the run's --data)");
-    measure->add_option("--tokenizer-model", mo.tokenizer_model, "sentencepiece model to check against the manifest");
+    measure->add_option("--tokenizer-model", mo.tokenizer_model, "tokenizer (sentencepiece model or GPT-2 directory) to check against the manifest");
     measure->add_option("--split", mo.split, "split the batches come from")->capture_default_str();
     measure->add_option("--batches,-K", mo.batches, "K: batches averaged over")->capture_default_str()
         ->check(CLI::PositiveNumber);

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   write_cmd->add_option("--seed", options.split_seed, "seed of the document split")->capture_default_str();
   write_cmd->add_option("--validation-fraction", options.validation_fraction, "fraction of documents for validation")->capture_default_str();
   write_cmd->add_option("--test-fraction", options.test_fraction, "fraction of documents for test")->capture_default_str();
-  write_cmd->add_option("--tokenizer", tokenizer_model, "check that this model produced the stream");
+  write_cmd->add_option("--tokenizer", tokenizer_model, "check that this tokenizer (sentencepiece model or GPT-2 directory) produced the stream");
   write_cmd->add_option("--test-input", test_input,
                         "a second token stream (same tokenizer) whose documents all go to the test split");
   write_cmd->add_flag("-q,--quiet", quiet, "no progress on stderr");

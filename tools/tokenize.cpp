@@ -17,7 +17,7 @@
 using namespace shapelaw;
 
 int main(int argc, char** argv) {
-  CLI::App app{"tokenize: sentencepiece BPE for shapelaw (train a model, encode documents)"};
+  CLI::App app{"tokenize: sentencepiece BPE or GPT-2's byte-level BPE for shapelaw (train a model, encode, decode)"};
   app.set_version_flag("--version", shapelaw::tool_version("tokenize"));
   app.require_subcommand(1);
 
@@ -42,7 +42,11 @@ int main(int argc, char** argv) {
   std::string encode_model, output = "-";
   auto* encode_cmd = app.add_subcommand("encode", "encode documents into a token stream for `shard`");
   encode_cmd->add_option("inputs", encode_inputs, "corpus files or directories ('-' = stdin, the default)");
-  encode_cmd->add_option("-m,--model", encode_model, "sentencepiece model")->required()->check(CLI::ExistingFile);
+  encode_cmd->add_option("-m,--model", encode_model,
+                         "sentencepiece model file, or a directory of GPT-2's encoder.json and vocab.bpe "
+                         "(scripts/fetch-tokenizer gpt2)")
+      ->required()
+      ->check(CLI::ExistingPath);
   encode_cmd->add_option("-o,--output", output, "token stream file ('-' = stdout, the default)")->capture_default_str();
   encode_cmd->add_option("-t,--threads", encode.threads, "encoding threads (0 = all cores)")->capture_default_str();
   encode_cmd->add_option("--batch-bytes", encode.batch_bytes, "text per work batch")->capture_default_str();
@@ -53,9 +57,10 @@ int main(int argc, char** argv) {
               decode_format = "text";
   auto* decode_cmd = app.add_subcommand("decode", "token ids back into text (from `shard cat` or `tokenize encode`)");
   decode_cmd->add_option("input", decode_input, "token stream or raw ids ('-' = stdin, the default)")->capture_default_str();
-  decode_cmd->add_option("-m,--model", decode_model, "sentencepiece model (checked against a token stream's)")
+  decode_cmd->add_option("-m,--model", decode_model,
+                         "sentencepiece model or GPT-2 directory (checked against a token stream's)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   decode_cmd->add_option("-o,--output", decode_output, "output file ('-' = stdout, the default)")->capture_default_str();
   decode_cmd->add_option("--input-format", decode_input_format,
                          "stream (checked, the default), raw16 or raw32 (ids, documents end at EOS)")

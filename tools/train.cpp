@@ -253,7 +253,7 @@ int eval_main(int argc, char** argv) {
   app.add_option("run", o.run, "run directory (train --out), its checkpoints/, or one step_N directory")->required();
   app.add_option("--step", o.step, "checkpoint step (default: the newest complete one)");
   app.add_option("--data", o.data, "shard directory or manifest (default: the run's --data); its tokenizer is checked");
-  app.add_option("--tokenizer-model", o.tokenizer_model, "sentencepiece model: checked against the manifest's hash");
+  app.add_option("--tokenizer-model", o.tokenizer_model, "tokenizer (sentencepiece model or GPT-2 directory): checked against the manifest's hash");
   app.add_option("--split", o.split, "train, validation or test")->capture_default_str();
   app.add_option("--tokens", o.max_tokens,
                  "tokens read from the start of the split, in whole seq_len+1 windows (default: the run's "

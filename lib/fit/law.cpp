@@ -185,10 +185,14 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
                                        {"n_c", opt.optimal.n_c}, {"draws", opt.optimal_draws}}}};
   rec["options"] = options;
   std::set<std::string> tokenizers;
-  for (const auto& r : rows)
+  json tokenizer_kinds = json::object();  // hash -> kind, where the rows name it
+  for (const auto& r : rows) {
     if (!r.tokenizer.empty()) tokenizers.insert(r.tokenizer);
+    if (!r.tokenizer.empty() && !r.tokenizer_kind.empty()) tokenizer_kinds[r.tokenizer] = r.tokenizer_kind;
+  }
   json input = {{"files", files}, {"rows", n}, {"groups", group_ids.size()}, {"warnings", warnings},
                 {"tokenizers", tokenizers},
+                {"tokenizer_kinds", tokenizer_kinds},
                 {"tokens_vary", T_varies}};
   if (!T_note.empty()) input["tokens_note"] = T_note;
   // the data's range: audit marks what lies outside it as an extrapolation of the law

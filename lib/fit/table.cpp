@@ -29,6 +29,7 @@ const std::map<std::string, std::vector<std::string>>& default_aliases() {
       {"run", {"run", "run_id", "name", "id"}},
       {"group", {"group"}},
       {"tokenizer", {"tokenizer", "tokenizer_sha256"}},
+      {"tokenizer_kind", {"tokenizer_kind"}},
       {"depth", {"depth", "D", "n_layers", "layers"}},
       {"width", {"width", "W", "d_model", "hidden"}},
       {"loss", {"loss", "final_val_loss", "val_loss", "L"}},
@@ -141,7 +142,7 @@ std::string fill_row(const Record& rec, const LoadOptions& opt, Row& row, std::s
     *o.dst = v;
   }
   for (auto [field, dst] : {std::pair<const char*, std::string*>{"run", &row.run}, {"group", &row.group},
-                             {"tokenizer", &row.tokenizer}}) {
+                             {"tokenizer", &row.tokenizer}, {"tokenizer_kind", &row.tokenizer_kind}}) {
     std::string text, used;
     double v;
     bool is_num;
@@ -244,7 +245,8 @@ void check_tokenizers(LoadResult& result, const LoadOptions& opt) {
   if (by_tokenizer.size() < 2) return;
   std::string list;
   for (const auto& [hash, rows] : by_tokenizer)
-    list += "\n  " + hash.substr(0, 12) + ": " + std::to_string(rows.size()) + " row(s), e.g. " +
+    list += "\n  " + (rows.front()->tokenizer_kind.empty() ? "" : rows.front()->tokenizer_kind + " ") + hash.substr(0, 12) +
+            ": " + std::to_string(rows.size()) + " row(s), e.g. " +
             located(rows.front()->source, rows.front()->line, "run '" + rows.front()->run + "'");
   const std::string what = "the rows come from " + std::to_string(by_tokenizer.size()) +
                            " different tokenizers, so their losses per token are not comparable:" + list;
@@ -258,7 +260,7 @@ bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std
 }  // namespace
 
 const std::vector<std::string>& canonical_fields() {
-  static const std::vector<std::string> fields = {"run", "group", "tokenizer", "depth", "width", "loss", "tau",
+  static const std::vector<std::string> fields = {"run", "group", "tokenizer", "tokenizer_kind", "depth", "width", "loss", "tau",
                                                   "loss_se", "params", "params_nonembedding",
                                                   "tokens", "compute"};
   return fields;

@@ -17,6 +17,7 @@ struct Row {
   long long line = 0;  // 1-based line (0 for a whole-file summary.json)
   std::string run, group;
   std::string tokenizer;     // its hash (summary.json tokenizer_sha256), "" when unknown
+  std::string tokenizer_kind;  // gpt2, sentencepiece (summary.json tokenizer_kind), "" when unknown
   double depth = 0, width = 0;  // 0: absent (a params/tokens/loss table)
   double loss = 0;           // response: loss (or tau for tau tables)
   double loss_se = -1;       // < 0: absent

@@ -267,6 +267,7 @@ GradProfile measure_gradients(const MeasureOptions& o) {
                      {"data", data},
                      {"data_manifest_sha256", dataset.manifest_sha256()},
                      {"tokenizer_sha256", dataset.tokenizer_sha256()},
+                     {"tokenizer_kind", dataset.tokenizer().kind},
                      {"loss_mean", loss_sum / double(batches.size())},
                      {"device", device.str()},
                      {"precision", precision},

@@ -26,7 +26,7 @@ struct MeasureOptions {
   std::string run;              // run directory (with checkpoints/), its checkpoints/, or one step_N directory
   long long step = -1;          // checkpoint step (-1: the newest complete checkpoint)
   std::string data;             // shard directory or manifest (default: the run's --data)
-  std::string tokenizer_model;  // optional: sentencepiece model checked against the manifest
+  std::string tokenizer_model;  // optional: tokenizer (model file or GPT-2 directory) checked against the manifest
   std::string split = "validation";
   int batches = 8;              // K
   int batch_size = 8;           // sequences per batch

@@ -53,6 +53,7 @@ RunSummary run_summary_from_json(const json& j, const std::string& path, bool fo
   s.run_id = text(j, path, "run_id");
   s.group = text(j, path, "group");
   s.tokenizer_sha256 = text(j, path, "tokenizer_sha256");
+  s.tokenizer_kind = text(j, path, "tokenizer_kind");
   s.depth = integer(j, path, "depth");
   s.width = integer(j, path, "width");
   s.heads = integer(j, path, "heads");

@@ -17,7 +17,7 @@ inline constexpr int kSummaryVersion = 1;
 struct RunSummary {
   std::string path;
   nlohmann::json json;  // the whole record
-  std::string run_id, group, tokenizer_sha256;
+  std::string run_id, group, tokenizer_sha256, tokenizer_kind;  // kind: "" in records from before GPT-2's
   int64_t depth = 0, width = 0, heads = 0, head_dim = 0, vocab_size = 0;  // 0: absent
   std::optional<std::string> mlp, norm;
   std::optional<bool> tie_embeddings;

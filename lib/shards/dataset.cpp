@@ -1,5 +1,7 @@
 #include "shards/dataset.h"
 
+#include "shards/tokenizer_id.h"
+
 #include <algorithm>
 #include <filesystem>
 
@@ -95,7 +97,9 @@ std::string TokenDataset::tokenizer_sha256() const {
 }
 TokenizerInfo TokenDataset::tokenizer() const {
   const auto& t = manifest_.at("tokenizer");
-  return {vocab_size(), eos_id(), tokenizer_sha256(), t.value("sentencepiece_version", "")};
+  // manifests from before GPT-2's tokenizer name no kind: theirs is sentencepiece
+  return {vocab_size(), eos_id(), tokenizer_sha256(), t.value("sentencepiece_version", ""),
+          t.value("kind", "sentencepiece")};
 }
 uint32_t TokenDataset::vocab_size() const { return manifest_.at("tokenizer").at("vocab_size").get<uint32_t>(); }
 uint32_t TokenDataset::eos_id() const { return manifest_.at("tokenizer").at("eos_id").get<uint32_t>(); }
@@ -111,11 +115,11 @@ const TokenSplit& TokenDataset::split(const std::string& name) const {
 }
 
 void TokenDataset::check_tokenizer(const std::string& model_path) const {
-  std::string actual = sha256_file_hex(model_path);
+  std::string actual = shapelaw::tokenizer_sha256(model_path);
   if (actual != tokenizer_sha256())
     throw Error(located(model_path, 0, "tokenizer model (sha256 " + actual.substr(0, 12) +
                                            "…) does not match the one recorded in " + directory_ +
-                                           "/manifest.json (sha256 " + tokenizer_sha256().substr(0, 12) + "…)"));
+                                           "/manifest.json: " + describe(tokenizer())));
 }
 
 namespace {

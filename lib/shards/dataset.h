@@ -51,13 +51,14 @@ class TokenDataset {
   const nlohmann::json& manifest() const { return manifest_; }
   const std::string& directory() const { return directory_; }
   std::string manifest_sha256() const { return manifest_sha256_; }
-  std::string tokenizer_sha256() const;  // recorded hash of the sentencepiece model
+  std::string tokenizer_sha256() const;  // recorded hash of the tokenizer (tokenizer/tokenizer.h)
   TokenizerInfo tokenizer() const;       // everything the manifest records of it
   uint32_t vocab_size() const;
   uint32_t eos_id() const;
   bool has_split(const std::string& name) const;
   const TokenSplit& split(const std::string& name) const;  // throws Error if absent
-  // Throws Error unless the file's SHA-256 equals the recorded tokenizer hash.
+  // Throws Error unless the tokenizer's SHA-256 (a model file or a GPT-2 directory)
+  // equals the recorded one.
   void check_tokenizer(const std::string& model_path) const;
 
  private:

@@ -3,6 +3,7 @@
 #include "shards/token_stream.h"
 #include "util/error.h"
 #include "util/progress.h"
+#include "shards/tokenizer_id.h"
 #include "util/sha256.h"
 
 namespace shapelaw {
@@ -13,7 +14,7 @@ nlohmann::json shards_from_stream(const std::string& input, const std::string& d
   TokenStreamReader reader(input);
   const TokenizerInfo& info = reader.tokenizer();
   if (!tokenizer_model.empty()) {
-    std::string actual = sha256_file_hex(tokenizer_model);
+    std::string actual = tokenizer_sha256(tokenizer_model);
     if (actual != info.model_sha256)
       throw Error(located(tokenizer_model, 0, "tokenizer model (sha256 " + actual.substr(0, 12) +
                                                   "…) is not the one that produced the token stream (sha256 " +
@@ -23,7 +24,8 @@ nlohmann::json shards_from_stream(const std::string& input, const std::string& d
   if (!test_input.empty()) {
     test_reader = std::make_unique<TokenStreamReader>(test_input);
     const TokenizerInfo& other = test_reader->tokenizer();
-    if (other.model_sha256 != info.model_sha256 || other.vocab_size != info.vocab_size || other.eos_id != info.eos_id)
+    if (other.model_sha256 != info.model_sha256 || other.kind != info.kind || other.vocab_size != info.vocab_size ||
+        other.eos_id != info.eos_id)
       throw Error(located(test_input, 0, "--test-input was encoded with another tokenizer (sha256 " +
                                              other.model_sha256.substr(0, 12) + "…) than the main stream (sha256 " +
                                              info.model_sha256.substr(0, 12) + "…)"));

@@ -44,9 +44,11 @@ std::string format_inspection(const nlohmann::json& x) {
                 x.at("manifest_sha256").get<std::string>().c_str());
   text += line;
   const auto& t = x.at("tokenizer");
-  std::snprintf(line, sizeof line, "tokenizer:   vocab %u, eos %u, sha256 %s, sentencepiece %s\n",
+  const std::string kind = t.value("kind", "sentencepiece");
+  const std::string version = kind == "sentencepiece" ? ", sentencepiece " + t.value("sentencepiece_version", "") : "";
+  std::snprintf(line, sizeof line, "tokenizer:   %s, vocab %u, eos %u, sha256 %s%s\n", kind.c_str(),
                 t.at("vocab_size").get<unsigned>(), t.at("eos_id").get<unsigned>(),
-                t.at("model_sha256").get<std::string>().c_str(), t.at("sentencepiece_version").get<std::string>().c_str());
+                t.at("model_sha256").get<std::string>().c_str(), version.c_str());
   text += line;
   std::snprintf(line, sizeof line, "format:      uint%d tokens, %u tokens per zstd frame\n",
                 8 * x.at("token_width").get<int>(), x.at("frame_tokens").get<unsigned>());

@@ -13,22 +13,24 @@ namespace shapelaw {
 
 namespace {
 constexpr char kStreamMagic[8] = {'S', 'H', 'P', 'L', 'T', 'O', 'K', 'S'};
-constexpr uint32_t kStreamVersion = 1;
+// 2 names the tokenizer's kind; 1 (sentencepiece only) is still read.
+constexpr uint32_t kStreamVersion = 2;
 constexpr size_t kStreamHeaderSize = 128;
 constexpr uint32_t kMaxBlockTokens = 1u << 28;
 }  // namespace
 
 TokenStreamWriter::TokenStreamWriter(const std::string& path, const TokenizerInfo& tokenizer)
     : out_(std::make_unique<Output>(path)) {
-  // Header: magic, version, vocab, eos, sha256 (64 hex chars), sentencepiece version.
+  // Header: magic, version, vocab, eos, sha256 (64 hex chars), kind, sentencepiece version.
   unsigned char header[kStreamHeaderSize] = {};
   std::memcpy(header, kStreamMagic, 8);
   le::put32(header + 8, kStreamVersion);
   le::put32(header + 12, tokenizer.vocab_size);
   le::put32(header + 16, tokenizer.eos_id);
   std::memcpy(header + 20, tokenizer.model_sha256.data(), std::min<size_t>(64, tokenizer.model_sha256.size()));
-  std::memcpy(header + 84, tokenizer.sentencepiece_version.data(),
-              std::min<size_t>(40, tokenizer.sentencepiece_version.size()));
+  std::memcpy(header + 84, tokenizer.kind.data(), std::min<size_t>(16, tokenizer.kind.size()));
+  std::memcpy(header + 100, tokenizer.sentencepiece_version.data(),
+              std::min<size_t>(24, tokenizer.sentencepiece_version.size()));
   le::put32(header + 124, crc32c(header, 124));
   out_->write(header, sizeof header);
 }
@@ -71,11 +73,18 @@ TokenStreamReader::TokenStreamReader(const std::string& path)
     throw Error(located(path_, 0, "not a shapelaw token stream (bad magic); produce it with `tokenize encode`"));
   if (got < sizeof header) throw Error(located(path_, 0, "token stream truncated in its header"));
   if (le::get32(header + 124) != crc32c(header, 124)) throw Error(located(path_, 0, "token stream header checksum mismatch"));
-  if (le::get32(header + 8) != kStreamVersion) throw Error(located(path_, 0, "unsupported token stream version"));
+  const uint32_t version = le::get32(header + 8);
+  if (version != 1 && version != kStreamVersion) throw Error(located(path_, 0, "unsupported token stream version"));
   tokenizer_.vocab_size = le::get32(header + 12);
   tokenizer_.eos_id = le::get32(header + 16);
   tokenizer_.model_sha256.assign(reinterpret_cast<char*>(header + 20), strnlen(reinterpret_cast<char*>(header + 20), 64));
-  tokenizer_.sentencepiece_version.assign(reinterpret_cast<char*>(header + 84), strnlen(reinterpret_cast<char*>(header + 84), 40));
+  if (version == 1) {
+    tokenizer_.kind = "sentencepiece";
+    tokenizer_.sentencepiece_version.assign(reinterpret_cast<char*>(header + 84), strnlen(reinterpret_cast<char*>(header + 84), 40));
+  } else {
+    tokenizer_.kind.assign(reinterpret_cast<char*>(header + 84), strnlen(reinterpret_cast<char*>(header + 84), 16));
+    tokenizer_.sentencepiece_version.assign(reinterpret_cast<char*>(header + 100), strnlen(reinterpret_cast<char*>(header + 100), 24));
+  }
 }
 
 TokenStreamReader::~TokenStreamReader() {

@@ -23,8 +23,9 @@ struct ShardOptions {
 struct TokenizerInfo {
   uint32_t vocab_size = 0;
   uint32_t eos_id = 0;
-  std::string model_sha256;          // of the sentencepiece .model file
-  std::string sentencepiece_version;
+  std::string model_sha256;          // sentencepiece: of the .model file; gpt2: of encoder.json + vocab.bpe
+  std::string sentencepiece_version; // empty for gpt2
+  std::string kind = "sentencepiece";  // or "gpt2" (lib/tokenizer/tokenizer.h)
 };
 
 class ShardSetWriter {

@@ -14,24 +14,19 @@ TextFormat parse_text_format(const std::string& name) {
 }
 
 TextDocumentWriter::TextDocumentWriter(const std::string& model_path, const std::string& output, TextFormat format)
-    : model_(load_sentencepiece_model(model_path)), format_(format), out_(std::make_unique<Output>(output)) {}
+    : model_(load_tokenizer(model_path)), format_(format), out_(std::make_unique<Output>(output)) {}
 
 TextDocumentWriter::~TextDocumentWriter() = default;
 
 void TextDocumentWriter::write(const std::vector<uint32_t>& tokens) {
-  ids_.resize(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] >= model_.info.vocab_size)
-      throw Error("document " + std::to_string(documents_) + ": token id " + std::to_string(tokens[i]) +
-                  " is outside the vocabulary of " + model_.path + " (size " +
-                  std::to_string(model_.info.vocab_size) + ")");
-    ids_[i] = int(tokens[i]);
+  try {
+    model_->decode(tokens, text_);
+  } catch (const Error& e) {
+    throw Error("document " + std::to_string(documents_) + ": " + e.what());
   }
-  auto status = model_.processor->Decode(ids_, &text_);
-  if (!status.ok()) throw Error("document " + std::to_string(documents_) + ": sentencepiece decoding failed: " +
-                                status.ToString());
   if (format_ == TextFormat::jsonl) {
-    // Byte-fallback pieces of a cut document may not form UTF-8; replace rather than fail.
+    // Byte-fallback pieces (sentencepiece) or byte tokens (GPT-2) of a cut document may
+    // not form UTF-8; replace rather than fail.
     text_ = nlohmann::json{{"text", text_}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   text_ += '\n';
@@ -44,7 +39,7 @@ void TextDocumentWriter::close() { out_->commit(); }
 uint64_t decode_documents(const std::string& model_path, const std::string& input, const std::string& output,
                           const DecodeOptions& options) {
   TextDocumentWriter writer(model_path, output, options.output_format);
-  TokenDocumentReader reader(input, options.input_format, writer.model().info.eos_id);
+  TokenDocumentReader reader(input, options.input_format, writer.model().info().eos_id);
   if (const TokenizerInfo* recorded = reader.recorded_tokenizer())
     check_same_tokenizer(writer.model(), *recorded, "the token stream");
   std::vector<uint32_t> tokens;

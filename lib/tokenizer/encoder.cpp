@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "shards/token_stream.h"
-#include "tokenizer/sentencepiece_model.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -26,13 +26,12 @@ struct Batch {
 
 }  // namespace
 
-TokenizerInfo describe_tokenizer(const std::string& model_path) { return load_sentencepiece_model(model_path).info; }
+TokenizerInfo describe_tokenizer(const std::string& model_path) { return load_tokenizer(model_path)->info(); }
 
 EncodeResult encode_documents(const std::string& model_path, const std::vector<std::string>& inputs,
                               const std::string& output_path, const EncodeOptions& options) {
-  const SentencePieceModel model = load_sentencepiece_model(model_path);
-  const sentencepiece::SentencePieceProcessor& processor = *model.processor;
-  const TokenizerInfo& info = model.info;
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(model_path);
+  const TokenizerInfo& info = tokenizer->info();
   const int workers = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   const size_t max_in_flight = size_t(workers) * 2 + 2;
 
@@ -90,7 +89,13 @@ EncodeResult encode_documents(const std::string& model_path, const std::vector<s
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w) {
     pool.emplace_back([&] {
-      std::vector<int> ids;
+      std::unique_ptr<TokenizerSession> session;
+      try {
+        session = tokenizer->session();
+      } catch (...) {
+        fail(std::current_exception());
+        return;
+      }
       for (;;) {
         Batch batch;
         {
@@ -102,9 +107,7 @@ EncodeResult encode_documents(const std::string& model_path, const std::vector<s
         }
         try {
           for (const auto& text : batch.texts) {
-            auto status = processor.Encode(text, &ids);
-            if (!status.ok()) throw Error("sentencepiece encoding failed: " + status.ToString());
-            batch.tokens.insert(batch.tokens.end(), ids.begin(), ids.end());
+            session->encode(text, batch.tokens);
             batch.tokens.push_back(info.eos_id);
           }
         } catch (...) {

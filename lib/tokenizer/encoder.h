@@ -1,8 +1,8 @@
 #pragma once
 // `tokenize encode`: documents in, token stream out (shards/token_stream.h). One
-// reader thread batches documents, N workers encode batches with one shared
-// sentencepiece processor, and batches are written in input order, so the output is
-// byte-identical for any thread count.
+// reader thread batches documents, N workers encode batches with one shared tokenizer
+// (sentencepiece or GPT-2, tokenizer.h; each worker its own cache), and batches are
+// written in input order, so the output is byte-identical for any thread count.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,7 +24,8 @@ struct EncodeResult {
   double seconds = 0;
 };
 
-// Loads a sentencepiece model and describes it as the shards will record it.
+// Loads a tokenizer (a sentencepiece model or a GPT-2 directory) and describes it as the
+// shards will record it.
 TokenizerInfo describe_tokenizer(const std::string& model_path);
 
 EncodeResult encode_documents(const std::string& model_path, const std::vector<std::string>& inputs,

@@ -1,6 +1,7 @@
 #include "tokenizer/sentencepiece_model.h"
 
 #include "tokenizer/bpe_model.h"
+#include "shards/tokenizer_id.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/sha256.h"
@@ -21,10 +22,9 @@ SentencePieceModel load_sentencepiece_model(const std::string& path) {
 }
 
 void check_same_tokenizer(const SentencePieceModel& model, const TokenizerInfo& recorded, const std::string& source) {
-  if (model.info.model_sha256 != recorded.model_sha256)
-    throw Error(located(model.path, 0, "tokenizer model (sha256 " + model.info.model_sha256.substr(0, 12) +
-                                           "…) is not the one that produced " + source + " (sha256 " +
-                                           recorded.model_sha256.substr(0, 12) + "…)"));
+  if (model.info.model_sha256 != recorded.model_sha256 || model.info.kind != recorded.kind)
+    throw Error(located(model.path, 0, "tokenizer " + describe(model.info) + " is not the one that produced " +
+                                           source + ": " + describe(recorded)));
 }
 
 }  // namespace shapelaw

@@ -178,6 +178,7 @@ void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& 
                 {"wall_seconds", wall_seconds},
                 {"data_manifest_sha256", id.data_manifest_sha256},
                 {"tokenizer_sha256", id.tokenizer_sha256},
+                {"tokenizer_kind", id.tokenizer_kind},
                 {"world_size", id.world_size},
                 {"torch_version", compat::torch_version()},
                 {"binding_config", id.binding_config},

@@ -37,6 +37,7 @@ struct RunIdentity {
   nlohmann::json param_groups;
   std::string data_manifest_sha256, tokenizer_sha256;
   int world_size = 1;
+  std::string tokenizer_kind;  // recorded, not compared: the hash already tells tokenizers apart
 };
 
 class Checkpointer {

@@ -79,6 +79,7 @@ json evaluate_run(const RunEvalOptions& o) {
                  {"data", dataset.directory()},
                  {"data_manifest_sha256", dataset.manifest_sha256()},
                  {"tokenizer_sha256", dataset.tokenizer_sha256()},
+                 {"tokenizer_kind", dataset.tokenizer().kind},
                  {"same_data_as_training", dataset.manifest_sha256() == run.ref.state.value("data_manifest_sha256", "")},
                  {"split", o.split},
                  {"split_tokens", split.num_tokens()},

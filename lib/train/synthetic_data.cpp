@@ -15,6 +15,7 @@ void write_synthetic_shards(const std::string& directory, uint64_t tokens, uint3
   tok.eos_id = 0;
   tok.model_sha256 = std::string(64, '0');  // no tokenizer: an all-zero hash
   tok.sentencepiece_version = "synthetic";
+  tok.kind = "synthetic";
   ShardOptions options;
   options.split_seed = seed;
   options.validation_fraction = 0.02;

@@ -74,7 +74,7 @@ template <class Config, class F>  // Config: TrainConfig or const TrainConfig
 void visit_train_options(Config& c, F&& f) {
   // data and outputs: how a run is stored, not what it computes
   f(OptionInfo{"data", "--data", "shard directory (or its manifest.json)", false, false}, c.data);
-  f(OptionInfo{"tokenizer_model", "--tokenizer-model", "sentencepiece model: checked against the manifest's hash", false,
+  f(OptionInfo{"tokenizer_model", "--tokenizer-model", "tokenizer (sentencepiece model or GPT-2 directory): checked against the manifest's hash", false,
                false},
     c.tokenizer_model);
   f(OptionInfo{"out", "--out", "output directory (metrics.jsonl, checkpoints/, summary.json)", false, false}, c.out);

@@ -146,6 +146,7 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"git_rev", shapelaw_git_rev()},
                   {"data_manifest_sha256", dataset.manifest_sha256()},
                   {"tokenizer_sha256", dataset.tokenizer_sha256()},
+                  {"tokenizer_kind", dataset.tokenizer().kind},
                   {"parameterization", to_json(m)},
                   {"param_groups", id.param_groups},
                   {"binding_config", id.binding_config},
@@ -220,7 +221,8 @@ int run_impl(const TrainConfig& given) {
   const std::vector<torch::Tensor> params = model->parameters();
   const Multipliers mult = parameterization_multipliers(cfg.model);
   const RunIdentity id{binding_config(cfg),  binding_config(TrainConfig{}), optimizer.groups_json(),
-                       dataset.manifest_sha256(), dataset.tokenizer_sha256(), dist.world};
+                       dataset.manifest_sha256(), dataset.tokenizer_sha256(), dist.world,
+                       dataset.tokenizer().kind};
 
   const ParamCounts counts = count_parameters(cfg.model);
   const double fpt = flops_per_token(cfg.model);

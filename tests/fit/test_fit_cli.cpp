@@ -261,6 +261,29 @@ TEST_CASE("runs from different tokenizers are refused, or fitted with a warning 
   CHECK(json::parse(read_file(out))["input"]["tokenizers"].size() == 1);
 }
 
+TEST_CASE("runs of GPT-2's tokenizer and of a sentencepiece one are refused together, each named by kind") {
+  test::TempDir dir;
+  write_six_summaries(dir.path(), [](int i) { return i < 3 ? "00f404d36600411e497e" : "49d42cf85392eaa0c49b"; });
+  for (int i = 0; i < 6; ++i) {
+    const std::string path = dir.path() + "/run" + std::to_string(i) + "/summary.json";
+    json s = json::parse(read_file(path));
+    s["tokenizer_kind"] = i < 3 ? "gpt2" : "sentencepiece";
+    write(path, s.dump());
+  }
+  auto refused = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5");
+  INFO(refused.output);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Catch::Contains("the rows come from 2 different tokenizers"));
+  CHECK_THAT(refused.output, Catch::Contains("gpt2 00f404d36600: 3 row(s), e.g. "));
+  CHECK_THAT(refused.output, Catch::Contains("sentencepiece 49d42cf85392: 3 row(s), e.g. "));
+  std::string out = dir.path() + "/fit.json";
+  auto allowed = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5 --allow-mixed-tokenizers -o " + out);
+  REQUIRE(allowed.exit_code == 0);
+  json j = json::parse(read_file(out));
+  CHECK(j["input"]["tokenizer_kinds"]["00f404d36600411e497e"] == "gpt2");
+  CHECK(j["input"]["tokenizer_kinds"]["49d42cf85392eaa0c49b"] == "sentencepiece");
+}
+
 TEST_CASE("a probe-grads tau table fits tau-power and tau-log against width") {
   test::TempDir dir;
   std::string csv = dir.path() + "/tau.csv";

@@ -66,18 +66,30 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
   auto r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " SLIMPAJAMA_DIR=" + dir.path() + "/slimpajama GPUS=8"));
   INFO(r.output.substr(0, 3000));
   REQUIRE(r.exit_code == 0);
-  CHECK(count_lines_containing(r.output, "train --out " + paper + "/study/runs/") == 30);
+  // GPT-2's tokenizer by default (the paper's), fetched rather than trained
+  CHECK(count_lines_containing(r.output, "train --out " + paper + "/study-gpt2/runs/") == 30);
+  CHECK_THAT(r.output, Catch::Contains("scripts/fetch-tokenizer gpt2 " + paper + "/tokenizer-gpt2"));
+  CHECK_THAT(r.output, Catch::Contains("--data " + paper + "/shards-gpt2/ --tokenizer-model " + paper + "/tokenizer-gpt2"));
+  CHECK(r.output.find("tokenize train-model") == std::string::npos);
   CHECK_THAT(r.output, Catch::Contains("--depth 64 --width 2896 --tokens 141600000000  --head-dim 16") ||
                            Catch::Contains("--depth 64 --width 2896 --tokens 141600000000 --head-dim 16"));
-  CHECK_THAT(r.output, Catch::Contains("tokenize train-model") && Catch::Contains("--vocab-size 50257"));
   CHECK_THAT(r.output, Catch::Contains("fit-law") && Catch::Contains("audit ") && Catch::Contains("make-report"));
   CHECK_FALSE(fs::exists(paper));  // a dry run creates nothing
   // Each run's layout from the plan: the small runs on one GPU at the paper's micro-batch,
   // the 7B runs over 4 GPUs with ZeRO-2 (ZeRO-1 would need 8), launched by torchrun.
   CHECK(count_lines_containing(r.output, "--probe-steps 1001 --micro-batch 16 ") >= 18);
   CHECK_THAT(r.output, Catch::Contains("torchrun --standalone --no_python --nproc_per_node=4 train --out " + paper +
-                                       "/study/runs/t10-7B-64x2896 "));
+                                       "/study-gpt2/runs/t10-7B-64x2896 "));
   CHECK(count_lines_containing(r.output, "--zero 2") >= 2);
+  // TOKENIZER=sentencepiece: today's sentencepiece BPE trained on SlimPajama, its own directories
+  r = run(make("-n -f pipelines/paper.mk TOKENIZER=sentencepiece PAPER=" + paper + " SLIMPAJAMA_DIR=" + dir.path() +
+               "/slimpajama GPUS=8"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_lines_containing(r.output, "train --out " + paper + "/study/runs/") == 30);
+  CHECK_THAT(r.output, Catch::Contains("tokenize train-model") && Catch::Contains("--vocab-size 50257"));
+  r = run(make("-n -f pipelines/paper.mk VOCAB=32000 PAPER=" + paper));
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("GPT-2's tokenizer has 50257 tokens"));
   // LAUNCH, given, wraps every run.
   r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " LAUNCH='torchrun --standalone --no_python --nproc_per_node=8'"));
   CHECK(count_lines_containing(r.output, "torchrun --standalone --no_python --nproc_per_node=8 train --out") == 30);
@@ -100,11 +112,11 @@ TEST_CASE("make -n on the paper's controls shows every arm's runs, laid out, and
   INFO(r.output.substr(r.output.size() > 3000 ? r.output.size() - 3000 : 0));
   REQUIRE(r.exit_code == 0);
   // 30 configurations x 3 learning rates, per parameterization; arm 1 is SP's 3e-4 slice
-  CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls/sp/runs/") == 90);
-  CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls/completep/runs/") == 90);
+  CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls-gpt2/sp/runs/") == 90);
+  CHECK(count_lines_containing(r.output, "train --out " + paper + "/controls-gpt2/completep/runs/") == 90);
   CHECK(count_lines_containing(r.output, "--param completep --depth-alpha 1 --eps-scope blocks --base-width 256 --base-depth 2 --depth") == 90);
   CHECK_THAT(r.output, Catch::Contains("torchrun --standalone --no_python --nproc_per_node=4 train --out " + paper +
-                                       "/controls/sp/runs/t10-7B-64x2896-lr3e-4 "));
+                                       "/controls-gpt2/sp/runs/t10-7B-64x2896-lr3e-4 "));
   CHECK(r.output.find(" 1/study") == std::string::npos);  // PAPER=1 is the switch, not paper.mk's directory
   // the plan of a swept grid: every run its own GPU-hours
   r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=8 LRS='1e-4 3e-4'"));

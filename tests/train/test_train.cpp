@@ -101,7 +101,8 @@ TEST_CASE("train: a short run writes metrics, grad norms and the summary") {
   CHECK(s["final_val_loss"].is_number());
   CHECK(s["final_train_loss_se"].is_number());
   CHECK(s["final_train_loss_steps"] == 3);
-  for (auto k : {"git_rev", "data_manifest_sha256", "tokenizer_sha256", "config", "wall_seconds", "flops_per_token"})
+  for (auto k : {"git_rev", "data_manifest_sha256", "tokenizer_sha256", "tokenizer_kind", "config", "wall_seconds",
+                 "flops_per_token"})
     CHECK(s.contains(k));
 
   auto lines = read_jsonl(out + "/metrics.jsonl");
@@ -256,6 +257,7 @@ TEST_CASE("train: a checkpoint from another data-parallel world size is refused 
   json state = json::parse(read_text(state_path));
   CHECK(state.at("world_size") == 1);
   CHECK(state.at("tokenizer_sha256").is_string());
+  CHECK(state.at("tokenizer_kind").is_string());
   state["world_size"] = 2;
   write_text(state_path, state.dump());
   auto r = run(base_args(out) + " --steps 4 --checkpoint-every 2");
