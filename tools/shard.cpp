@@ -8,7 +8,7 @@
 #include "shards/from_stream.h"
 #include "shards/inspect.h"
 #include "tokenizer/decoder.h"
-#include "tokenizer/sentencepiece_model.h"
+#include "tokenizer/tokenizer.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/output.h"
@@ -24,11 +24,11 @@ namespace {
 DocumentSink cat_sink(const std::string& format, const std::string& model_path, const std::string& output,
                       const TokenizerInfo& recorded, const std::string& manifest) {
   if (format != "text") {
-    if (!model_path.empty()) check_same_tokenizer(load_sentencepiece_model(model_path), recorded, manifest);
+    if (!model_path.empty()) check_same_tokenizer(*load_tokenizer(model_path), recorded, manifest);
     return token_document_sink(output, parse_token_format(format), recorded);
   }
   if (model_path.empty())
-    throw Error("--format text needs --tokenizer MODEL (the sentencepiece model of these shards)");
+    throw Error("--format text needs --tokenizer MODEL (the sentencepiece model or GPT-2 directory of these shards)");
   auto writer = std::make_shared<TextDocumentWriter>(model_path, output, TextFormat::text);
   check_same_tokenizer(writer->model(), recorded, manifest);
   return {[writer](const std::vector<uint32_t>& tokens) { writer->write(tokens); }, [writer] { writer->close(); }};
@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
                       "text (needs --tokenizer)")
       ->check(CLI::IsMember({"stream", "raw16", "raw32", "text"}))
       ->capture_default_str();
-  cat_cmd->add_option("--tokenizer", cat_model, "sentencepiece model (checked against the manifest)")
-      ->check(CLI::ExistingFile);
+  cat_cmd->add_option("--tokenizer", cat_model, "sentencepiece model or GPT-2 directory (checked against the manifest)")
+      ->check(CLI::ExistingPath);
   cat_cmd->add_option("-o,--output", cat_output, "output file ('-' = stdout, the default)")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);

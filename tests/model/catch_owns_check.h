@@ -23,3 +23,14 @@ inline void require_catch_owns_check(const std::string& tag, const std::string& 
 }
 
 }  // namespace shapelaw::test
+
+// The three cases of one include order (ORDER a phrase, TAG a tag word); torch included.
+#define SHAPELAW_CATCH_OWNS_CHECK_CASES(ORDER, TAG)                                                     \
+  TEST_CASE("planted: a failing CHECK on a tensor, " ORDER, "[.planted-" TAG "]") {                     \
+    auto ones = torch::ones({2});                                                                      \
+    CHECK(ones.sum().item<float>() == 3.0f);                                                            \
+  }                                                                                                     \
+  TEST_CASE("planted: the case after it, " ORDER, "[.planted-" TAG "]") { CHECK(true); }                \
+  TEST_CASE("a failing CHECK after " ORDER " is Catch's: counted, its expression shown, and the next case runs") { \
+    shapelaw::test::require_catch_owns_check("[planted-" TAG "]", "ones.sum().item<float>() == 3.0f"); \
+  }

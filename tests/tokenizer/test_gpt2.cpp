@@ -307,6 +307,16 @@ TEST_CASE("gpt2: streams and manifests name the tokenizer, and another tokenizer
   CHECK(manifest.at("token_width") == 2);
   r = run(bin("shard") + " inspect " + shards);
   CHECK_THAT(r.output, Catch::Contains("tokenizer:   gpt2, vocab 50257, eos 50256"));
+  // shard cat decodes through the GPT-2 directory as tokenize decode does, and refuses the other model
+  auto text = run(bin("shard") + " cat --split train --format text --tokenizer " + gpt2_dir() + " " + shards);
+  auto piped = run(bin("shard") + " cat --split train " + shards + " | " + bin("tokenize") + " decode -m " + gpt2_dir());
+  REQUIRE(text.exit_code == 0);
+  REQUIRE(piped.exit_code == 0);
+  CHECK(text.output == piped.output);
+  CHECK_FALSE(text.output.empty());
+  r = run(bin("shard") + " cat --format text --tokenizer " + sp + " " + shards);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("gpt2"));
 
   // the sentencepiece model where the GPT-2 one made the tokens, and the reverse
   r = run(bin("shard") + " write -q --tokenizer " + sp + " -o " + dir.path() + "/x " + stream);
