@@ -180,6 +180,16 @@ inline int64_t cuda_peak_memory_allocated(const torch::Device& device) {
   return 0;
 #endif
 }
+// Bytes the caching allocator has reserved from the driver at its peak (torch.cuda.
+// max_memory_reserved): what the GPU really had to hold, fragments and rounding included.
+inline int64_t cuda_peak_memory_reserved(const torch::Device& device) {
+#ifdef SHAPELAW_HAVE_CUDA
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_generator_device(device).index()).reserved_bytes[0].peak;
+#else
+  (void)device;
+  return 0;
+#endif
+}
 inline void cuda_reset_peak_memory(const torch::Device& device) {
 #ifdef SHAPELAW_HAVE_CUDA
   c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_generator_device(device).index());

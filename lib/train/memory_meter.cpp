@@ -76,6 +76,10 @@ int64_t peak_memory(const torch::Device& device) {
   return cpu_peak.load();
 }
 
+int64_t peak_reserved_memory(const torch::Device& device) {
+  return device.is_cuda() ? compat::cuda_peak_memory_reserved(device) : -1;
+}
+
 void reset_peak_memory(const torch::Device& device) {
   if (device.is_cuda()) return compat::cuda_reset_peak_memory(device);
   cpu_peak.store(cpu_in_use.load());

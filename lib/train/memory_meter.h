@@ -3,7 +3,7 @@
 // what `train` reports beside the plan's estimate (summary.json "memory").
 // CPU: counted by an allocator wrapped around LibTorch's default one, installed once
 // before the tensors to count are allocated (LibTorch 1.13 keeps no CPU statistics).
-// CUDA: the caching allocator's own statistics (bytes allocated to tensors, not reserved).
+// CUDA: the caching allocator's own statistics (bytes allocated to tensors, and reserved).
 #include <cstdint>
 
 #include <torch/torch.h>
@@ -13,6 +13,9 @@ namespace shapelaw {
 void install_cpu_memory_meter();  // idempotent
 int64_t memory_in_use(const torch::Device& device);
 int64_t peak_memory(const torch::Device& device);
+// CUDA: the allocator's reserve at its peak (allocated + its fragments); -1 on CPU, where
+// the meter counts the tensors' bytes only.
+int64_t peak_reserved_memory(const torch::Device& device);
 void reset_peak_memory(const torch::Device& device);  // peak := in use
 
 }  // namespace shapelaw

@@ -18,18 +18,25 @@ PlanOptions plan_options(const TrainConfig& c, int world) {
 }
 
 nlohmann::json memory_json(const Plan& p, const MeasuredMemory& m) {
-  return {{"plan",
-           {{"weights", p.weights},
-            {"gradients", p.gradients},
-            {"optimizer_moments", p.moments},
-            {"activations", p.activations_used},
-            {"peak", p.peak}}},
-          {"measured",
-           {{"weights", m.weights},
-            {"gradients", m.gradients},
-            {"optimizer_state", m.optimizer_state},
-            {"peak", m.peak},
-            {"activations", m.peak - m.weights - m.gradients - m.optimizer_state}}}};
+  nlohmann::json j = {{"plan",
+                       {{"weights", p.weights},
+                        {"gradients", p.gradients},
+                        {"optimizer_moments", p.moments},
+                        {"activations", p.activations_used},
+                        {"peak", p.peak}}},
+                      {"measured",
+                       {{"weights", m.weights},
+                        {"gradients", m.gradients},
+                        {"optimizer_state", m.optimizer_state},
+                        {"peak", m.peak},
+                        {"activations", m.peak - m.weights - m.gradients - m.optimizer_state}}}};
+  // CUDA only (the CPU records stay as they were): what the device had to hold against
+  // what the plan said it would need
+  if (m.peak_reserved >= 0) {
+    j["plan"]["required"] = p.required;
+    j["measured"]["peak_reserved"] = m.peak_reserved;
+  }
+  return j;
 }
 
 }  // namespace shapelaw

@@ -307,6 +307,7 @@ int run_impl(const TrainConfig& given) {
           std::fprintf(stderr, "train: rank %d: optimizer state %lld bytes\n", dist.rank, (long long)measured.optimizer_state);
       }
       measured.peak = peak_memory(rd.device);
+      measured.peak_reserved = peak_reserved_memory(rd.device);
       st.step++;
       st.tokens += cfg.batch_tokens;
       st.losses.push_back(rec.loss);
