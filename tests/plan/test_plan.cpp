@@ -167,6 +167,29 @@ TEST_CASE("plan: a CUDA run needs its peak, the allocator's reserve and the runt
   CHECK(to_json(p)["bytes_per_rank"]["required"] == p.required);
 }
 
+TEST_CASE("plan: probe steps under ZeRO-2 cost every gradient whole, and the layout counts them") {
+  PlanOptions o = seven_b(4, 2);
+  o.micro_batch = 1;
+  Plan plain = make_plan(o);
+  o.probe_steps = true;
+  Plan probed = make_plan(o);
+  CHECK(probed.probe_extra == 4 * probed.params.total);
+  CHECK(probed.peak == plain.peak + probed.probe_extra);
+  CHECK_THAT(format_plan(probed), Catch::Contains("probe-step gradients"));
+  CHECK(to_json(probed)["bytes_per_rank"]["probe_step_extra"] == probed.probe_extra);
+  PlanOptions z1 = o;  // ZeRO-1 keeps whole gradients anyway: a probe step costs nothing more
+  z1.zero = 1;
+  CHECK(make_plan(z1).probe_extra == 0);
+  // the 7B run with probe steps: no ZeRO-2 layout fits, ZeRO-1 with recomputation on 8 does
+  PlanOptions seven = seven_b(1, 0);
+  seven.probe_steps = true;
+  Plan chosen = choose_layout(seven, 8);
+  CHECK(chosen.fits);
+  CHECK(chosen.options.world == 8);
+  CHECK(chosen.options.zero == 1);
+  CHECK(chosen.options.activation_checkpointing);
+}
+
 TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on several with ZeRO") {
   PlanOptions small = seven_b(1, 0);
   small.model.depth = 8;
