@@ -8,15 +8,14 @@
 namespace shapelaw {
 
 RunDevice select_device(const std::string& name, const std::string& precision, const Distributed& dist) {
+  RunDevice d;
   if (name == "cuda") {
     const int gpus = int(torch::cuda::device_count());
     if (!torch::cuda::is_available())
       throw Error("--device cuda: no CUDA device available (this LibTorch " + compat::torch_version() +
                   (gpus == 0 ? " sees no GPU" : "") + ")");
+    d.device = torch::Device(torch::kCUDA, cuda_device_index(dist.launch, gpus));
   }
-  RunDevice d;
-  d.device = name == "cuda" ? torch::Device(torch::kCUDA, cuda_device_index(dist.launch, int(torch::cuda::device_count())))
-                            : torch::Device(torch::kCPU);
   compat::cuda_set_device(d.device);  // before any collective or handle is made
   d.bf16 = precision == "bf16" || (precision == "auto" && d.device.is_cuda());
   if (d.bf16 && !d.device.is_cuda()) throw Error("--precision bf16 needs --device cuda (CPU runs in fp32)");
