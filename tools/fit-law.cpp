@@ -1,6 +1,10 @@
 // fit-law: fit named scaling laws to run results with honest uncertainty.
 // All logic lives in lib/fit/; this file only parses flags and wires outputs.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <iostream>
 #include <sstream>
 
@@ -11,6 +15,8 @@
 #include "fit/model.h"
 #include "fit/report.h"
 #include "fit/table.h"
+#include "study/analysis.h"
+#include "study/curves.h"
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/output.h"
@@ -18,14 +24,119 @@
 
 using namespace shapelaw;
 
+namespace {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not JSON (" + std::string(e.what()) + ")");
+  }
+}
+
+int parse_or_exit(CLI::App& app, int argc, char** argv, const char* name) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "fit-law %s: error: %s (see --help)\n", name, e.what());
+    return 2;
+  }
+  return -1;
+}
+
+// fit-law study: the default study's statistics, verdicts and headline (lib/study/).
+int study_main(int argc, char** argv) {
+  CLI::App app{"The statistics and verdicts of a study, from its fit record and its runs' summary.json files:\n"
+               "replicate means and the pooled seed SD, the excess of the deepest over the best depth per width\n"
+               "with its SE and verdict, what the fit says of the paper's law (and every reason not to lean on it),\n"
+               "the controls' verdict, and the headline. Writes study.json (docs/formats.md); prints the headline.",
+               "fit-law study"};
+  std::string fit_path, out_path, curves_path, controls_path;
+  std::vector<std::string> summaries;
+  app.add_option("--fit", fit_path, "the study's fit record (fit-law -o fit.json)")->required();
+  app.add_option("summaries", summaries, "summary.json files (default: the files the fit read)");
+  app.add_option("--controls", controls_path, "the controls' study.json (fit-law controls), for the headline");
+  app.add_option("--curves", curves_path, "write the selected law's and the best law with D_crit's curves here (CSV)");
+  app.add_option("--out,-o", out_path, "write study.json here ('-': stdout, instead of the headline)");
+  if (int rc = parse_or_exit(app, argc, argv, "study"); rc >= 0) return rc;
+  const nlohmann::json fit = read_json_file(fit_path);
+  nlohmann::json controls = controls_path.empty() ? nlohmann::json(nullptr) : read_json_file(controls_path);
+  study::StudyAnalysis a = study::analyze_study(fit, fit_path, summaries, controls);
+  if (!curves_path.empty()) {
+    std::vector<std::string> models;
+    for (const char* key : {"selected_model", "selected_phi_model"})
+      if (fit.contains(key) && fit[key].is_string() &&
+          std::find(models.begin(), models.end(), fit[key].get<std::string>()) == models.end())
+        models.push_back(fit[key].get<std::string>());
+    write_output(curves_path, study::curves_csv(study::law_curves(fit, models, a.runs)));
+  }
+  if (!out_path.empty()) write_output(out_path, study::study_json(a).dump(2) + "\n");
+  if (!is_stdout(out_path)) write_output("-", a.headline);
+  return 0;
+}
+
+// fit-law controls: the controls study's arms (SP at a fixed lr, SP at its best lr, CompleteP).
+int controls_main(int argc, char** argv) {
+  CLI::App app{"The controls' arms from their runs' summary.json files: SP at the fixed lr, SP at its best lr per\n"
+               "grid row, CompleteP at its best base lr; per arm the excess of the deepest over the best depth with\n"
+               "its SE and verdict (the same rule as fit-law study), the best lr per row with its edge flag, the\n"
+               "equal-parameter rows, and with --fit each arm's law. Writes the controls' study.json.",
+               "fit-law controls"};
+  std::vector<std::string> sp, completep, fit_specs;
+  std::string out_path, spread_from;
+  double fixed_lr = 3e-3;
+  app.add_option("--sp", sp, "SP's summary.json files, every lr")->required();
+  app.add_option("--completep", completep, "CompleteP's summary.json files")->required();
+  app.add_option("--fixed-lr", fixed_lr, "SP's fixed learning rate (arm 1)")->capture_default_str();
+  app.add_option("--fit", fit_specs, "ARM=FIT.json: an arm's fit record (arms: sp-fixed, sp-tuned, completep)");
+  app.add_option("--seed-sd-from", spread_from,
+                 "a study.json whose pooled seed SD judges the excesses when the controls have no seeds of their own");
+  app.add_option("--out,-o", out_path, "write the controls' study.json here ('-': stdout)");
+  if (int rc = parse_or_exit(app, argc, argv, "controls"); rc >= 0) return rc;
+  std::map<std::string, nlohmann::json> fits;
+  for (const auto& spec : fit_specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--fit '" + spec + "': expected ARM=FIT.json");
+    const std::string arm = spec.substr(0, eq);
+    if (arm != "sp-fixed" && arm != "sp-tuned" && arm != "completep")
+      throw Error("--fit '" + spec + "': unknown arm '" + arm + "' (sp-fixed, sp-tuned, completep)");
+    fits[arm] = read_json_file(spec.substr(eq + 1));
+  }
+  std::optional<study::SeedSpread> spread;
+  if (!spread_from.empty()) {
+    const nlohmann::json s = read_json_file(spread_from);
+    if (!s.contains("seed_spread")) throw Error(spread_from + ": no 'seed_spread' (not a study.json)");
+    const auto& ss = s["seed_spread"];
+    if (ss.value("available", false))
+      spread = study::SeedSpread{true, ss.at("sd").get<double>(), ss.at("df").get<int>(),
+                                 ss.at("source").get<std::string>() + " in " + spread_from};
+  }
+  study::ControlsAnalysis a = study::analyze_controls(sp, completep, fixed_lr, fits, spread);
+  const nlohmann::json j = study::controls_json(a);
+  if (!out_path.empty()) write_output(out_path, j.dump(2) + "\n");
+  if (!is_stdout(out_path)) write_output("-", j["verdict"].get<std::string>() + "\n");
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "study")
+    return tool_main("fit-law study", [&]() -> int { return study_main(argc - 1, argv + 1); });
+  if (argc > 1 && std::string(argv[1]) == "controls")
+    return tool_main("fit-law controls", [&]() -> int { return controls_main(argc - 1, argv + 1); });
   return tool_main("fit-law", [&]() -> int {
     CLI::App app{"Fit scaling laws (paper ansatz, ablations, Kaplan, Chinchilla, gradient persistence)\n"
                  "to summary.json files, directories of them, or CSV/JSONL tables (a params,tokens,loss table\n"
                  "needs no depth or width: the laws that use them are skipped). The input order does not\n"
                  "change the answer. --format json (and -o fit.json) is the complete record; csv carries\n"
                  "every number and statement of it as rows (docs/formats.md); notes and warnings also go\n"
-                 "to stderr in every format."};
+                 "to stderr in every format.\n"
+                 "fit-law study / fit-law controls (see their --help): a study's statistics, verdicts and headline."};
     app.set_version_flag("--version", shapelaw::tool_version("fit-law"));
     std::vector<std::string> inputs, col_specs, models;
     fit::LawOptions o;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "fit/report.h"
 #include "util/error.h"
@@ -91,6 +92,18 @@ std::vector<std::string> differing_keys(const json& a, const json& b) {
   return out;
 }
 
+BestChoice choose_best(const std::vector<double>& ascending_values, const std::vector<double>& means) {
+  BestChoice c;
+  if (means.empty() || means.size() != ascending_values.size())
+    throw std::invalid_argument("choose_best: one mean per value, at least one");
+  for (size_t i = 1; i < means.size(); ++i)
+    if (means[i] < means[c.index]) c.index = i;  // strict: a tie keeps the smaller value
+  c.single = means.size() == 1;
+  if (!c.single && c.index == 0) c.edge = "smallest";
+  if (!c.single && c.index == means.size() - 1) c.edge = "largest";
+  return c;
+}
+
 BestOfResult select_best_of(const std::vector<Row>& rows, const std::string& key) {
   if (key.empty()) throw Error("--best-of: give the option the sweep varies, e.g. --best-of lr");
   struct Candidate {
@@ -117,11 +130,10 @@ BestOfResult select_best_of(const std::vector<Row>& rows, const std::string& key
   json list = json::array();
   int edges = 0, singles = 0;
   for (const auto& [config, cands] : configs) {
-    const Candidate* best = nullptr;
-    double best_score = 0;
     json cj = json::array();
-    std::vector<double> values;
-    for (const auto& [value, c] : cands) {  // ascending value: a tie keeps the smaller
+    std::vector<double> values, means;
+    std::vector<const Candidate*> order;
+    for (const auto& [value, c] : cands) {  // ascending value
       double sum = 0;
       json ids = json::array();
       for (const Row* r : c.rows) {
@@ -131,15 +143,13 @@ BestOfResult select_best_of(const std::vector<Row>& rows, const std::string& key
       const double mean = sum / double(c.rows.size());
       cj.push_back({{"value", value}, {"mean_val_loss", mean}, {"n_runs", c.rows.size()}, {"run_ids", ids}});
       values.push_back(value);
-      if (!best || mean < best_score) {
-        best = &c;
-        best_score = mean;
-      }
+      means.push_back(mean);
+      order.push_back(&c);
     }
+    const BestChoice choice = choose_best(values, means);
+    const Candidate* best = order[choice.index];
     const Row& first = *best->rows.front();
-    std::string edge;
-    if (cands.size() > 1 && best->value == values.front()) edge = "smallest";
-    if (cands.size() > 1 && best->value == values.back()) edge = "largest";
+    const std::string& edge = choice.edge;
     json entry = {{"shape", shape_json(first)}, {"configuration", json::parse(config)}, {"candidates", cj},
                   {"chosen", best->value}, {"edge", edge.empty() ? json(nullptr) : json(edge)},
                   {"single_candidate", cands.size() == 1}};

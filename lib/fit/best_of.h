@@ -24,6 +24,15 @@ struct BestOfResult {
   std::vector<std::string> warnings;
 };
 
+// The rule itself, on one configuration's candidates (values ascending, each with its mean
+// response): the index of the lowest mean (ties keep the smaller value) and its edge flag
+// ("smallest", "largest", or "" when interior or the only value). The study's reports use it too.
+struct BestChoice {
+  size_t index = 0;
+  std::string edge;
+  bool single = false;
+};
+BestChoice choose_best(const std::vector<double>& ascending_values, const std::vector<double>& means);
 // Throws Error naming a row whose configuration lacks KEY (or holds a non-number).
 BestOfResult select_best_of(const std::vector<Row>& rows, const std::string& key);
 

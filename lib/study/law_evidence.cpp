@@ -1,0 +1,72 @@
+#include "study/law_evidence.h"
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace shapelaw::study {
+
+bool capacity_is_degenerate(double A, double alpha) { return A <= 0 || alpha <= 0.01; }
+
+namespace {
+const nlohmann::json* model_named(const nlohmann::json& fit, const std::string& name) {
+  if (!fit.contains("models") || !fit["models"].is_array()) return nullptr;
+  for (const auto& m : fit["models"])
+    if (m.value("name", std::string()) == name) return &m;
+  return nullptr;
+}
+double estimate(const nlohmann::json& m, const char* p, double fallback) {
+  if (!m.contains("params") || !m["params"].contains(p)) return fallback;
+  const auto& q = m["params"][p];
+  return q.contains("estimate") && q["estimate"].is_number() ? q["estimate"].get<double>() : fallback;
+}
+}  // namespace
+
+LawEvidence law_evidence(const nlohmann::json& fit, const std::string& path, const std::vector<int>& widths,
+                         int min_depth) {
+  if (!fit.is_object() || !fit.contains("models") || !fit.contains("comparison"))
+    throw Error(located(path, 0, "not a fit-law record (no 'models' or 'comparison')"));
+  LawEvidence ev;
+  ev.selected = fit.value("selected_model", std::string());
+  if (fit.contains("selected_model") && fit["selected_model"].is_null()) ev.selected.clear();
+  ev.phi_selected = ev.selected.rfind("paper", 0) == 0;
+  const nlohmann::json* lr = nullptr;
+  if (fit["comparison"].contains("likelihood_ratio"))
+    for (const auto& t : fit["comparison"]["likelihood_ratio"])
+      if (t.value("full", std::string()) == "paper-log" && t.value("reduced", std::string()) == "no-phi") {
+        lr = &t;
+        break;
+      }
+  if (lr) {
+    ev.tested = true;
+    ev.statistic = lr->value("statistic", 0.0);
+    ev.df = lr->value("df", 0);
+    ev.p_value = lr->value("p_value", 1.0);
+    if (lr->contains("converged")) {
+      if (!(*lr)["converged"].value("full", true)) ev.flags.push_back("paper-log's best start did not converge");
+      if (!(*lr)["converged"].value("reduced", true)) ev.flags.push_back("no-phi's best start did not converge");
+    }
+  }
+  // fit-law's own verdict on the test, in its words (the record's warnings name the pair)
+  if (fit.contains("warnings"))
+    for (const auto& w : fit["warnings"]) {
+      const std::string text = w.is_string() ? w.get<std::string>() : "";
+      if (text.find("LR test paper-log vs no-phi") != std::string::npos) ev.flags.push_back(text);
+    }
+  if (const nlohmann::json* m = model_named(fit, "paper-log")) {
+    ev.A = estimate(*m, "A", 1);
+    ev.alpha = estimate(*m, "alpha", 1);
+    ev.capacity_degenerate = capacity_is_degenerate(ev.A, ev.alpha);
+    ev.kappa = estimate(*m, "kappa", NAN);
+    ev.kappa_at_bound = m->contains("params") && (*m)["params"].contains("kappa") &&
+                        (*m)["params"]["kappa"].value("at_bound", false);
+    if (std::isfinite(ev.kappa) && !widths.empty()) {
+      ev.dcrit_below_grid = true;
+      for (int w : widths)
+        if (ev.kappa * std::log(double(w)) > min_depth) ev.dcrit_below_grid = false;
+    }
+  }
+  return ev;
+}
+
+}  // namespace shapelaw::study

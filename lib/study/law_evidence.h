@@ -1,0 +1,37 @@
+#pragma once
+// What a fit-law record (fit.json, docs/formats.md "Fit record") says about the paper's law,
+// read once, with every reason not to lean on it: the likelihood-ratio test of Φ
+// (paper-log vs no-phi), whether fit-law flagged that test or the fits behind it, where the
+// fitted critical depth lies against the grid, and whether the capacity term collapsed.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace shapelaw::study {
+
+struct LawEvidence {
+  bool tested = false;          // the LR test exists in the record
+  double statistic = 0, p_value = 1;
+  int df = 0;
+  bool phi_selected = false;    // the selected law has Φ
+  std::string selected;         // the selected law, "" when none
+  std::vector<std::string> flags;  // fit-law's own reasons not to use the test (non-convergence, ...)
+  // The fitted D_crit(W) = κ·ln W at the grid's widths lies at or below the shallowest depth
+  // everywhere: Φ is active from the first layer and the "critical depth" is not inside the grid.
+  bool dcrit_below_grid = false;
+  bool kappa_at_bound = false;
+  double kappa = 0;
+  bool capacity_degenerate = false;  // A ≤ 0 or α ≤ 0.01 in paper-log (capacity_is_degenerate)
+  double A = 0, alpha = 0;
+  bool usable() const { return tested && flags.empty(); }
+};
+// The one rule both reports use: A law whose capacity term A/N^α has collapsed (A ≤ 0, or
+// α ≤ 0.01: flat in N over any grid) leaves Φ to carry every difference between runs.
+bool capacity_is_degenerate(double A, double alpha);
+
+// widths, min_depth: the study's grid. Throws Error naming the file on a record that is not one.
+LawEvidence law_evidence(const nlohmann::json& fit, const std::string& path, const std::vector<int>& widths,
+                         int min_depth);
+
+}  // namespace shapelaw::study
