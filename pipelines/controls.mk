@@ -66,7 +66,9 @@ FIT_ARGS ?= -B 200 --no-profile
 study_vars := VOCAB VALIDATION_FRACTION SEED TOKENS THREADS VAL_EVERY BLOCK_IMPL SEQ_LEN BATCH_TOKENS TRAIN_ARGS \
   TRAIN_EXTRA LRS SWEEP FAST LAUNCH FIXED_LR
 overridden := $(strip $(foreach v,$(study_vars),$(if $(filter command% environment%,$(origin $(v))),$(v))))
-FIXED_STUDY ?= $(if $(overridden),$(CONTROLS)/sp-fixed,$(DATA)/micro/study$(if $(strip $(SEEDS)),-seeds))
+FIXED_STUDY ?= $(if $(overridden),$(CONTROLS)/sp-fixed,$(DATA)/micro/study)
+# the default study's seeds (micro.mk), so that arm 1 is its runs; their spread judges every arm
+FIXED_SEEDS ?= $(if $(overridden),$(SEEDS),42 43 44)
 endif
 # the rows of arm 1: those of the default study's grid (its runs are the same runs)
 FIXED_FROM_GRID ?= pipelines/grids/micro.grid
@@ -101,15 +103,15 @@ $(CONTROLS)/sp/grid: $(grid_deps) $(fixed_grid)
 $(CONTROLS)/completep/grid: $(grid_deps)
 	+@mkdir -p $(@D); scripts/controls-grid arm completep $(CONTROLS_GRID) $(call lrs_opt,$(CP_LRS),$(CP_DEFAULT_LRS)) > $@.tmp && mv $@.tmp $@
 
-# study STUDY-DIR GRID TRAIN_EXTRA: the runs of one arm, a sub-make of the study pipeline
+# study STUDY-DIR GRID TRAIN_EXTRA [SEEDS]: the runs of one arm, a sub-make of the study pipeline
 study = +$(MAKE) --no-print-directory -f $(STUDY_MK) $(study_mk_vars) DATA=$(DATA) STUDY=$(1) GRID=$(2) \
-  REPORT_DIR=$(1)/report SEEDS="$(SEEDS)" TRAIN_EXTRA="$(3)" runs
+  REPORT_DIR=$(1)/report SEEDS="$(if $(4),$(4),$(SEEDS))" TRAIN_EXTRA="$(3)" runs
 
 # the data stage once, before the arms (sub-makes would race on it)
 data:
 	+$(MAKE) --no-print-directory -f $(STUDY_MK) $(study_mk_vars) DATA=$(DATA) data
 fixed: $(fixed_grid) | data
-	$(if $(fixed_grid),$(call study,$(FIXED_STUDY),$(fixed_grid),$(fixed_extra)))
+	$(if $(fixed_grid),$(call study,$(FIXED_STUDY),$(fixed_grid),$(fixed_extra),$(FIXED_SEEDS)))
 sp: $(CONTROLS)/sp/grid | data
 	$(call study,$(CONTROLS)/sp,$(CONTROLS)/sp/grid,$(RUN_ARGS))
 completep: $(CONTROLS)/completep/grid | data

@@ -195,8 +195,10 @@ $(results)/audit.md: $(results)/fit.json $(results)/audit.args
 	  echo "_No law with a critical depth was fitted (see the fitted laws: skipped or not identifiable models), so there is no fitted D_crit to audit with._" > $@; \
 	fi
 
-$(report)/README.md: $(results)/fit.json $(results)/tau-fit.md $(results)/audit.md scripts/make-report
-	scripts/make-report --title "$(STUDY_TITLE)" --study $(STUDY) --grid $(GRID) --out $(report)
+# CONTROLS_STUDY: a controls study.json (make controls) whose verdict the headline quotes.
+controls_study := $(wildcard $(CONTROLS_STUDY))
+$(report)/README.md: $(results)/fit.json $(results)/tau-fit.md $(results)/audit.md scripts/make-report $(controls_study)
+	scripts/make-report --title "$(STUDY_TITLE)" --study $(STUDY) --grid $(GRID) --out $(report)$(if $(controls_study), --controls $(controls_study))
 
 # The closing block on the terminal, also when the report was already up to date.
 report: $(report)/README.md

@@ -121,10 +121,10 @@ std::string law_sentence(const LawEvidence& l) {
     s = "No verdict: fit-law flags its test of Φ (" + l.flags.front() +
         "), so nothing is drawn from it (" + test + ").";
   else if (l.dcrit_below_grid)
-    s = "Not as the paper states it: the fitted critical depth lies at or below the shallowest run at every width "
-        "(κ = " + fmt("%.3g", l.kappa) + (l.kappa_at_bound ? ", at its bound" : "") +
-        "): loss rises with depth from the shallowest run at every width; there is no critical depth inside the grid (" +
-        test + ").";
+    s = "Not as the paper states it: the fitted critical depth D_crit(W) = κ·ln W lies at or below the shallowest run "
+        "at every width (κ = " + fmt("%.3g", l.kappa) + (l.kappa_at_bound ? ", at its bound" : "") +
+        "), so in the law the penalty acts from the first layer: it describes loss rising with depth from the "
+        "shallowest run, and there is no critical depth inside the grid (" + test + ").";
   else if (l.p_value < 0.05 && l.phi_selected)
     s = "Yes within the grid: the paper's law with Φ (D_crit = κ·ln W, κ = " + fmt("%.3g", l.kappa) +
         ") fits better than the same law without it (" + test + "), and `" + l.selected + "` is the selected law.";
@@ -193,7 +193,7 @@ StudyAnalysis analyze_study(const json& fit, const std::string& fit_path, std::v
     a.caveats.push_back("the largest model saw " + fmt("%.2g", a.tokens_per_param) +
                         " tokens per parameter (total, Chinchilla's count; about 20 is compute-optimal): these runs "
                         "are far from converged, so a loss that rises with depth can be slower optimization of deeper "
-                        "models rather than the paper's gradient-starvation mechanism (`make chinchilla` trains to a budget)");
+                        "models rather than the paper's gradient-starvation mechanism; raise TOKENS to tell them apart");
   if (fit.contains("best_of") && fit["best_of"].value("at_edge", 0) > 0)
     a.caveats.push_back("in " + std::to_string(fit["best_of"].value("at_edge", 0)) +
                         " configuration(s) the best learning rate lies at the edge of the sweep: widen it before "
@@ -228,6 +228,14 @@ ControlsAnalysis analyze_controls(const std::vector<std::string>& sp, const std:
   ControlsAnalysis a;
   a.fixed_lr = fixed_lr;
   const std::vector<Run> sp_runs = read_runs(sp), cp_runs = read_runs(completep);
+  // one run per (parameterization, row, lr, seed): a run trained twice would count as a replicate
+  for (const auto* rs : {&sp_runs, &cp_runs})
+    for (size_t i = 1; i < rs->size(); ++i) {
+      const Run &p = (*rs)[i - 1], &r = (*rs)[i];
+      if (p.row == r.row && p.lr == r.lr && p.seed == r.seed && p.width == r.width && p.depth == r.depth)
+        throw Error(r.path + " and " + p.path + ": the same run twice (row " + r.row + ", lr " + lr_text(r.lr) +
+                    ", seed " + std::to_string(r.seed) + ")");
+    }
   a.runs = sp_runs;
   a.runs.insert(a.runs.end(), cp_runs.begin(), cp_runs.end());
   const std::vector<Cell> sp_cells = cells_of(sp_runs), cp_cells = cells_of(cp_runs);

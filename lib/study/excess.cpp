@@ -44,7 +44,7 @@ PenaltyVerdict judge_penalty(const WidthExcess& e, const WidthExcess* reference)
   if (e.deepest_is_best())
     return {Penalty::vanishes, "vanishes: the deepest run (D=" + std::to_string(e.deepest_depth) + ") is the best"};
   if (e.se < 0)
-    return {Penalty::unjudged, fmt("%+.3f nats at the deepest run (no seed SD to judge it by)", e.excess)};
+    return {Penalty::unjudged, fmt("is %+.3f nats at the deepest run (no seed SD to judge it by)", e.excess)};
   if (e.excess <= 2 * e.se) return {Penalty::vanishes, fmt("vanishes (%+.3f nats, within 2 SE)", e.excess)};
   if (reference && reference->se >= 0 && reference->excess - e.excess > 2 * std::sqrt(2.0) * e.se)
     return {Penalty::shrinks, fmt("survives but shrinks by %.3f nats (to ", reference->excess - e.excess) +

@@ -2,7 +2,9 @@
 // end to end at a tiny setting, and make's incremental semantics.
 #include "catch.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -245,9 +247,24 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   CHECK(fit.at("replicates").at("rows") == 2 * grid_runs);
   CHECK(fit.at("models").at(0).contains("lack_of_fit"));
   CHECK(count_rows(seeded + "/report/results.csv") == 2 * grid_runs);
+  // study.json (fit-law study): the pooled seed SD over every configuration, and per width the
+  // excess of the deepest over the best depth, from the means over seeds of the summaries
+  const auto study_json = nlohmann::json::parse(test::read_text(seeded + "/report/study.json"));
+  CHECK(study_json.at("seed_spread").at("df") == grid_runs);
+  std::map<int, std::map<int, double>> mean;  // width -> depth -> mean over the two seeds
+  for (const auto& entry : fs::directory_iterator(seeded + "/runs")) {
+    auto s = nlohmann::json::parse(test::read_text(entry.path().string() + "/summary.json"));
+    mean[s.at("width").get<int>()][s.at("depth").get<int>()] += s.at("final_val_loss").get<double>() / 2;
+  }
+  for (const auto& e : study_json.at("arm").at("excess")) {
+    const auto& m = mean.at(e.at("width").get<int>());
+    double best = 1e300;
+    for (const auto& [d, l] : m) best = std::min(best, l);
+    CHECK(e.at("excess").get<double>() == Approx(m.rbegin()->second - best).epsilon(1e-12));
+    CHECK(e.at("se").is_number());
+  }
   CHECK_THAT(test::read_text(seeded + "/report/README.md"),
-             Catch::Contains("Replicates: " + std::to_string(2 * grid_runs) + " runs in " + std::to_string(grid_runs) +
-                             " configurations"));
+             Catch::Contains("**Is there a depth penalty at this budget?**"));
 }
 
 namespace {
@@ -256,7 +273,9 @@ namespace {
 test::CommandResult plan(const test::TempDir& dir, const std::string& grid_text, const std::string& vars = "") {
   const std::string grid = dir.path() + "/test.grid";
   test::write_text(grid, grid_text);
-  return run(make("-n -f pipelines/micro.mk DATA=" + dir.path() + "/data GRID=" + grid + " " + vars));
+  // one seed unless the test says otherwise (the default study's three would triple every name)
+  const std::string seeds = vars.find("SEEDS=") == std::string::npos ? " SEEDS=" : "";
+  return run(make("-n -f pipelines/micro.mk DATA=" + dir.path() + "/data GRID=" + grid + seeds + " " + vars));
 }
 
 std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
@@ -305,7 +324,7 @@ TEST_CASE("a grid is checked before anything runs, naming the file and line") {
 
 TEST_CASE("sweeps expand a grid row into one run per value, composing with seeds") {
   test::TempDir dir;
-  const std::string runs = dir.path() + "/data/micro/study/runs/";
+  const std::string runs = dir.path() + "/data/micro/study-1seed/runs/";
   // LRS: every row once per learning rate, named R-lr<value>, the last --lr winning.
   auto r = plan(dir, "a 1 16\nb 2 32\n", "LRS='1e-3 1e-2'");
   INFO(r.output);
@@ -363,6 +382,7 @@ TEST_CASE("outputs follow DATA and STUDY, and the pipelines find the tools thems
   };
   CHECK(report_dir("") == "report");
   CHECK(report_dir("SEEDS='1 2'") == "report-seeds");
+  CHECK(report_dir("SEEDS=") == "report-1seed");
   CHECK(report_dir("DATA=" + dir.path()) == dir.path() + "/micro/study/report");
   CHECK(report_dir("STUDY=" + dir.path() + "/s") == dir.path() + "/s/report");
   CHECK(report_dir("STUDY=" + dir.path() + "/s REPORT_DIR=" + dir.path() + "/r") == dir.path() + "/r");
@@ -372,9 +392,9 @@ TEST_CASE("outputs follow DATA and STUDY, and the pipelines find the tools thems
     auto r = run("cd " + test::source("") + " && make --no-print-directory -n -f pipelines/micro.mk DATA=" + dir.path() +
                  (impl.empty() ? "" : " BLOCK_IMPL=" + impl));
     const auto trains = lines_starting(r.output, "train --out");
-    REQUIRE(trains.size() == 15);
-    CHECK(count_lines_containing(r.output, "--block-impl fused") == (impl.empty() ? 15 : 0));
-    CHECK(count_lines_containing(r.output, "--block-impl") == (impl.empty() ? 15 : 0));
+    REQUIRE(trains.size() == 45);  // the default grid's 15 rows, three seeds each
+    CHECK(count_lines_containing(r.output, "--block-impl fused") == (impl.empty() ? 45 : 0));
+    CHECK(count_lines_containing(r.output, "--block-impl") == (impl.empty() ? 45 : 0));
   }
   // Without the tools: one message naming them and what to do, before anything runs.
   auto r = run("cd " + test::source("") + " && PATH=/usr/bin:/bin make --no-print-directory -f pipelines/micro.mk BUILD=" +
@@ -483,7 +503,7 @@ TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a 
   CHECK(r.output.find("train --out") == std::string::npos);
   // with nothing overridden, arm 1 is the default study itself (make -n changes nothing)
   r = run(make("-n -f pipelines/controls.mk DATA=" + data + " CONTROLS_GRID=" + grid));
-  CHECK(r.output.find("train --out " + data + "/micro/study/runs/w16-d4 ") != std::string::npos);
+  CHECK(r.output.find("train --out " + data + "/micro/study/runs/w16-d4-s42 ") != std::string::npos);  // its seeds
   CHECK(r.output.find("sp-fixed/runs") == std::string::npos);
   // a grid row without runs is refused by the report, not passed over
   const std::string more = dir.path() + "/more.grid";
