@@ -279,11 +279,21 @@ void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions&
   if (n <= m.n_free()) fr.se.setConstant(std::numeric_limits<double>::quiet_NaN());
 }
 
-FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const FitOptions& o) {
+FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const FitOptions& o,
+                         const std::vector<VectorXd>& extra_starts) {
   auto starts = start_grid(m);
   if (m.n_free() == 0) starts.resize(1);  // one evaluation at the held values
-  std::vector<LMResult> results(starts.size());
-  parallel_for(starts.size(), o.threads, [&](size_t i) { results[i] = fit_from_theta(m, pts, starts[i], o); });
+  const size_t n_grid = starts.size(), n_extra = m.n_free() == 0 ? 0 : extra_starts.size();
+  std::vector<LMResult> results(n_grid + n_extra);
+  parallel_for(results.size(), o.threads, [&](size_t i) {
+    if (i < n_grid) {
+      results[i] = fit_from_theta(m, pts, starts[i], o);
+    } else {  // screened like a grid start; the polish below gives the best the full budget
+      FitOptions screen = o;
+      screen.lm.max_iterations = std::min(o.lm.max_iterations, o.screen_iterations);
+      results[i] = refit(m, pts, {extra_starts[i - n_grid]}, screen);
+    }
+  });
   // polish the best few distinct results with the full iteration budget
   if (m.n_free() > 0) {
     std::vector<size_t> idx(results.size());
@@ -311,7 +321,7 @@ FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const Fi
     });
   }
   FitResult fr;
-  fr.n_starts = (int)starts.size();
+  fr.n_starts = (int)results.size();
   std::vector<size_t> order(results.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {

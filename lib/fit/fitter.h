@@ -70,7 +70,11 @@ LMResult refit(const Model& m, const std::vector<Point>& pts, const std::vector<
 
 // The multi-start grid (cartesian product of Model::nl_grid).
 std::vector<Eigen::VectorXd> start_grid(const Model& m);
-FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const FitOptions& o);
+// extra_starts: full parameter vectors fitted by the joint LM beside the grid (e.g. a nested
+// law's optimum with the extra terms at zero, so that a law is never fitted worse than a law
+// it contains: the likelihood-ratio test needs both at their optimum).
+FitResult fit_multistart(const Model& m, const std::vector<Point>& pts, const FitOptions& o,
+                         const std::vector<Eigen::VectorXd>& extra_starts = {});
 // Fills residuals, cov, se, condition, at_bound for p.
 void finish_fit(const Model& m, const std::vector<Point>& pts, const FitOptions& o, FitResult& fr);
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -251,24 +252,68 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
   std::map<std::string, std::string> law_of_family;  // equivalence key -> the law fitted for it
   OptimalOptions optimal = opt.optimal;
   optimal.shapes = shapes;
-  for (const auto& name : names) {
-    auto t0 = std::chrono::steady_clock::now();
+  // A law as fitted here: the registry's, with --grid and --fix applied, and why it cannot be fitted ("" if it can).
+  auto prepare = [&](const std::string& name, std::string& why) {
     Model m = make_model(name, mo);
     for (const auto& [gname, values] : opt.grids)
       for (int t = 0; t < m.n_nl(); ++t)
         if (m.nl_names[t] == gname) m.nl_grid[t] = values;
     fix_parameters(m, opt.fixed);
-    if (m.response != response) {
-      throw Error("model '" + name + "' fits " + m.response + ", but the input is a " + response +
-                  " table" + (opt.tau ? "" : " (use --tau for a probe-grads table)"));
-    }
-    std::string why;
+    why.clear();
     if (m.uses_shape && !shapes) why = "needs depth and width; the rows have none";
     else if (m.has_phi && !D_varies) why = "depth does not vary: the depth penalty is not identifiable";
     else if (m.has_phi && !W_varies) why = "width does not vary: D_crit(W) and mu are not identifiable";
     else if (m.response == "loss" && !N_varies) why = "N does not vary: the capacity term is not identifiable";
     else if (m.response == "tau" && !W_varies) why = "width does not vary";
     else if ((int)n <= m.n_free()) why = std::to_string(n) + " rows for " + std::to_string(m.n_params()) + " parameters";
+    return m;
+  };
+  // Nested laws: a law whose parameters include all of another's (kaplan ⊂ no-phi ⊂ paper-log,
+  // kaplan-E ⊂ chinchilla) starts also from that law's optimum, its own extra linear terms at 0
+  // (the same function) and its extra nonlinear parameters at each grid value. Multi-start
+  // grids alone can miss the nested law's basin: no-phi then crawls along A → −∞, α → 0⁻,
+  // B_T → +∞ to an objective worse than kaplan's, and the likelihood ratio against it is inflated.
+  std::map<std::string, FitResult> fits;
+  std::function<const FitResult&(const std::string&, const Model&)> fit_law = [&](const std::string& name,
+                                                                                  const Model& m) -> const FitResult& {
+    if (auto it = fits.find(name); it != fits.end()) return it->second;
+    const auto pn = m.param_names();
+    std::vector<Eigen::VectorXd> extra;
+    for (const auto& other : names) {
+      if (other == name) continue;
+      std::string why_other;
+      Model o = prepare(other, why_other);
+      if (!why_other.empty() || o.response != m.response || o.n_params() >= m.n_params()) continue;
+      const auto on = o.param_names();
+      if (!std::all_of(on.begin(), on.end(), [&](const std::string& q) { return m.index_of(q) >= 0; })) continue;
+      const FitResult& inner = fit_law(other, o);
+      if (!std::isfinite(inner.objective)) continue;
+      // the extra nonlinear parameters' grids (at most 64 combinations, in grid order)
+      std::vector<Eigen::VectorXd> partial(1, Eigen::VectorXd::Zero(m.n_params()));
+      for (size_t q = 0; q < on.size(); ++q) partial[0][m.index_of(on[q])] = inner.p[q];
+      for (int t = 0; t < m.n_nl(); ++t) {
+        if (o.index_of(m.nl_names[t]) >= 0) continue;
+        std::vector<Eigen::VectorXd> next;
+        for (const auto& v : partial)
+          for (double g : m.nl_grid[t])
+            if (next.size() < 64) {
+              next.push_back(v);
+              next.back()[m.n_lin() + t] = g;
+            }
+        partial = std::move(next);
+      }
+      extra.insert(extra.end(), partial.begin(), partial.end());
+    }
+    return fits.emplace(name, fit_multistart(m, pts, opt.fit, extra)).first->second;
+  };
+  for (const auto& name : names) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::string why;
+    Model m = prepare(name, why);
+    if (m.response != response) {
+      throw Error("model '" + name + "' fits " + m.response + ", but the input is a " + response +
+                  " table" + (opt.tau ? "" : " (use --tau for a probe-grads table)"));
+    }
     if (!why.empty()) {
       skipped.push_back({{"name", name}, {"reason", why}});
       continue;
@@ -281,7 +326,7 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
                                         "): reported as one law"}});
       continue;
     }
-    FitResult fr = fit_multistart(m, pts, opt.fit);
+    FitResult fr = fit_law(name, m);
     const Identification ident = identify(m, pts, fr, opt.fit);
     const int P = m.n_params();
     auto pnames = m.param_names();
