@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -163,6 +164,10 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   app.add_option("--config", config_path, "JSON file of options (keys as summary.json's \"config\")");
   add_options(app, config);
   add_plan_options(app, plan);
+  bool options_json = false;
+  app.add_flag("--options-json", options_json,
+               "print every option (key, flag, help, binding, sweepable, default) as JSON and exit: the table the CLI, "
+               "the records and the study grids are derived from");
   app.add_option("--make-synthetic-shards", synthetic_dir,
                  "write a shard set of random tokens (vocab --vocab-size, default 50257) to DIR and exit");
   app.add_option("--synthetic-tokens", synthetic_tokens, "tokens in --make-synthetic-shards")->capture_default_str();
@@ -185,8 +190,11 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  // An explicit warmup is the user's: not capped unless --warmup-cap is given as well.
-  if (app.count("--warmup-steps") > 0 && app.count("--warmup-cap") == 0) config.warmup_cap = 0;
+  if (options_json) {
+    std::cout << shapelaw::options_table_json().dump(1) << "\n";
+    return 0;
+  }
+  shapelaw::uncap_explicit_warmup(config, app.count("--warmup-steps") > 0, app.count("--warmup-cap") > 0);
   sr.requested = bool(*shapes);
   return -1;
 }

@@ -64,46 +64,40 @@ double flops_per_token(const ModelConfig& config);
 // The option rows of a ModelConfig (util/option_table.h): every field is binding.
 template <class Config, class F>  // Config: ModelConfig or const ModelConfig
 void visit_model_options(Config& c, F&& f) {
-  f(OptionInfo{"depth", "--depth", "D: transformer blocks", true, true}, c.depth);
-  f(OptionInfo{"width", "--width", "W: model width", true, true}, c.width);
-  f(OptionInfo{"head_dim", "--head-dim", "head dimension (heads = W / head_dim)", true, true}, c.head_dim);
-  f(OptionInfo{"vocab_size", "--vocab-size", "vocabulary (0: from the manifest)", true, true}, c.vocab_size);
-  f(OptionInfo{"seq_len", "--seq-len", "sequence length", true, true}, c.seq_len);
-  f(OptionInfo{"mlp", "--mlp", "gelu (4W) | swiglu (8W/3 rounded up to 64)", true, true}, c.mlp);
-  f(OptionInfo{"norm", "--norm", "layernorm | rmsnorm (pre-norm)", true, true}, c.norm);
-  f(OptionInfo{"tie_embeddings", "--tie-embeddings,!--untie-embeddings", "share input and output embeddings", true, false},
+  f(OptionInfo{"depth", "--depth", "D: transformer blocks"}, c.depth);
+  f(OptionInfo{"width", "--width", "W: model width"}, c.width);
+  f(OptionInfo{"head_dim", "--head-dim", "head dimension (heads = W / head_dim)"}, c.head_dim);
+  f(OptionInfo{"vocab_size", "--vocab-size", "vocabulary (0: from the manifest)"}, c.vocab_size);
+  f(OptionInfo{"seq_len", "--seq-len", "sequence length"}, c.seq_len);
+  f(OptionInfo{"mlp", "--mlp", "gelu (4W) | swiglu (8W/3 rounded up to 64)"}, c.mlp);
+  f(OptionInfo{"norm", "--norm", "layernorm | rmsnorm (pre-norm)"}, c.norm);
+  f(OptionInfo{"tie_embeddings", "--tie-embeddings,!--untie-embeddings", "share input and output embeddings"}.no_default(),
     c.tie_embeddings);
-  f(OptionInfo{"bias", "--bias,!--no-bias", "biases in the Linear layers", true, false}, c.bias);
-  f(OptionInfo{"rope_theta", "--rope-theta", "RoPE base", true, true}, c.rope_theta);
-  f(OptionInfo{"init_std", "--init-std", "init std sigma (see --param, --resid-init)", true, true}, c.init_std);
-  f(OptionInfo{"norm_eps", "", "", true, false}, c.norm_eps);
-  f(OptionInfo{"param", "--param", "parameterization: sp | mup (width) | completep (width and depth)", true, true},
+  f(OptionInfo{"bias", "--bias,!--no-bias", "biases in the Linear layers"}.no_default(), c.bias);
+  f(OptionInfo{"rope_theta", "--rope-theta", "RoPE base"}, c.rope_theta);
+  f(OptionInfo{"init_std", "--init-std", "init std sigma (see --param, --resid-init)"}.sweepable(), c.init_std);
+  f(OptionInfo{"norm_eps", "", ""}.no_default(), c.norm_eps);
+  f(OptionInfo{"param", "--param", "parameterization: sp | mup (width) | completep (width and depth)"},
     c.param);
-  f(OptionInfo{"base_width", "--base-width", "W0, the width the base LR/init were tuned at (0: this width)", true, true},
+  f(OptionInfo{"base_width", "--base-width", "W0, the width the base LR/init were tuned at (0: this width)"},
     c.base_width);
-  f(OptionInfo{"base_depth", "--base-depth", "D0, the depth the base LR/init were tuned at (0: this depth)", true, true},
+  f(OptionInfo{"base_depth", "--base-depth", "D0, the depth the base LR/init were tuned at (0: this depth)"},
     c.base_depth);
-  f(OptionInfo{"depth_alpha", "--depth-alpha", "completep residual branch multiplier (D/D0)^-alpha: 1 CompleteP, 0.5 depth-muP",
-               true, true},
+  f(OptionInfo{"depth_alpha", "--depth-alpha", "completep residual branch multiplier (D/D0)^-alpha: 1 CompleteP, 0.5 depth-muP"},
     c.depth_alpha);
-  f(OptionInfo{"output_mult", "--output-mult", "mup/completep logit multiplier numerator (logits * output_mult / m_w)",
-               true, true},
+  f(OptionInfo{"output_mult", "--output-mult", "mup/completep logit multiplier numerator (logits * output_mult / m_w)"},
     c.output_mult);
-  f(OptionInfo{"attn_scale", "--attn-scale", "attention logits scale: auto (sp 1/sqrt(d), mup/completep 1/d) | inv-sqrt | inv",
-               true, true},
+  f(OptionInfo{"attn_scale", "--attn-scale", "attention logits scale: auto (sp 1/sqrt(d), mup/completep 1/d) | inv-sqrt | inv"},
     c.attn_scale);
   f(OptionInfo{"resid_init", "--resid-init",
-               "residual-projection init: auto (sp: sigma/sqrt(2D); mup/completep: none) | depth (/sqrt(2D)) | none", true,
-               true},
+               "residual-projection init: auto (sp: sigma/sqrt(2D); mup/completep: none) | depth (/sqrt(2D)) | none"},
     c.resid_init);
   f(OptionInfo{"eps_scope", "--eps-scope",
                "mup/completep: AdamW eps scaled (1/m_w, m_d^-alpha) in the residual blocks only (blocks: the paper's "
-               "Table 1) or in every tensor (all: the nanoGPT-mup code's one global eps)",
-               true, true},
+               "Table 1) or in every tensor (all: the nanoGPT-mup code's one global eps)"},
     c.eps_scope);
   f(OptionInfo{"block_impl", "--block-impl",
-               "aten | fused (each block one autograd node, CPU float32: faster at small widths, equal up to rounding)",
-               true, true},
+               "aten | fused (each block one autograd node, CPU float32: faster at small widths, equal up to rounding)"},
     c.block_impl);
 }
 

@@ -29,8 +29,10 @@ struct RunSummary {
   bool has_config = false;
 };
 
-// Options of `config` that change how a run executes or is reported, not what it computes
-// (the list `train` removes to make binding_config).
+// Options of `config` that change how a run executes or is reported, not what it computes:
+// the option table's rows marked .runtime() (train/train_config.h; records sits below train,
+// so the list is written here and tests/train checks it equals the table). Used for
+// summaries written without binding_config.
 const std::vector<std::string>& non_binding_config_keys();
 nlohmann::json derive_binding_config(const nlohmann::json& config);
 

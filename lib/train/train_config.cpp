@@ -85,9 +85,27 @@ TrainConfig train_config_from_json(const nlohmann::json& j) {
   options_from_json(c, visit_train, j, "train config", {"model"});
   // A warmup written down without a cap (configs before the cap existed, or by hand) is
   // meant as given.
-  if (j.contains("warmup_steps") && !j.contains("warmup_cap")) c.warmup_cap = 0;
+  uncap_explicit_warmup(c, j.contains("warmup_steps"), j.contains("warmup_cap"));
   if (j.contains("model")) c.model = model_config_from_json(j["model"]);
   return c;
+}
+
+void uncap_explicit_warmup(TrainConfig& c, bool steps_given, bool cap_given) {
+  if (steps_given && !cap_given) c.warmup_cap = 0;
+}
+
+nlohmann::json options_table_json() {
+  nlohmann::json rows = nlohmann::json::array();
+  TrainConfig c;
+  auto row = [&rows](const char* group) {
+    return [&rows, group](const OptionInfo& o, const auto& member) {
+      rows.push_back({{"key", o.key}, {"group", group}, {"flag", o.flag}, {"help", o.help}, {"binding", o.binding},
+                      {"sweepable", o.sweep}, {"default", member}});
+    };
+  };
+  visit_model_options(c.model, row("model"));
+  visit_train_options(c, row("train"));
+  return rows;
 }
 
 nlohmann::json binding_config(const TrainConfig& c) {

@@ -73,74 +73,67 @@ struct TrainConfig {
 template <class Config, class F>  // Config: TrainConfig or const TrainConfig
 void visit_train_options(Config& c, F&& f) {
   // data and outputs: how a run is stored, not what it computes
-  f(OptionInfo{"data", "--data", "shard directory (or its manifest.json)", false, false}, c.data);
-  f(OptionInfo{"tokenizer_model", "--tokenizer-model", "tokenizer (sentencepiece model or GPT-2 directory): checked against the manifest's hash", false,
-               false},
+  f(OptionInfo{"data", "--data", "shard directory (or its manifest.json)"}.runtime().no_default(), c.data);
+  f(OptionInfo{"tokenizer_model", "--tokenizer-model", "tokenizer (sentencepiece model or GPT-2 directory): checked against the manifest's hash"}.runtime().no_default(),
     c.tokenizer_model);
-  f(OptionInfo{"out", "--out", "output directory (metrics.jsonl, checkpoints/, summary.json)", false, false}, c.out);
-  f(OptionInfo{"run_id", "--run-id", "run name (default: the output directory's name)", false, false}, c.run_id);
+  f(OptionInfo{"out", "--out", "output directory (metrics.jsonl, checkpoints/, summary.json)"}.runtime().no_default(), c.out);
+  f(OptionInfo{"run_id", "--run-id", "run name (default: the output directory's name)"}.runtime().no_default(), c.run_id);
   f(OptionInfo{"run_group", "--run-group",
                "replicates of one configuration (e.g. other seeds) share a group: fit-law resamples whole groups and "
-               "measures the spread between replicates",
-               false, false},
+               "measures the spread between replicates"}.runtime().no_default(),
     c.run_group);
   // optimization
-  f(OptionInfo{"lr", "--lr", "peak (base) learning rate", true, true}, c.lr);
-  f(OptionInfo{"min_lr", "--min-lr", "final learning rate of the cosine decay", true, true}, c.min_lr);
-  f(OptionInfo{"min_lr_ratio", "--min-lr-ratio", "final learning rate as a fraction of --lr (overrides --min-lr; 0: off)",
-               true, true},
+  f(OptionInfo{"lr", "--lr", "peak (base) learning rate"}.sweepable(), c.lr);
+  f(OptionInfo{"min_lr", "--min-lr", "final learning rate of the cosine decay"}.sweepable(), c.min_lr);
+  f(OptionInfo{"min_lr_ratio", "--min-lr-ratio", "final learning rate as a fraction of --lr (overrides --min-lr; 0: off)"},
     c.min_lr_ratio);
-  f(OptionInfo{"warmup_steps", "--warmup-steps", "linear warmup steps", true, true}, c.warmup_steps);
-  f(OptionInfo{"warmup_fraction", "--warmup-fraction", "warmup as a fraction of the run (overrides steps)", true, false},
+  f(OptionInfo{"warmup_steps", "--warmup-steps", "linear warmup steps"}.sweepable(), c.warmup_steps);
+  f(OptionInfo{"warmup_fraction", "--warmup-fraction", "warmup as a fraction of the run (overrides steps)"}.no_default().sweepable(),
     c.warmup_fraction);
   f(OptionInfo{"warmup_cap", "--warmup-cap",
                "--warmup-steps is at most this fraction of the run (0: no cap; given --warmup-steps, no cap unless "
-               "this is given too)",
-               true, true},
+               "this is given too)"},
     c.warmup_cap);
-  f(OptionInfo{"weight_decay", "--weight-decay", "AdamW decay of matrices (not biases/norms)", true, true},
+  f(OptionInfo{"weight_decay", "--weight-decay", "AdamW decay of matrices (not biases/norms)"}.sweepable(),
     c.weight_decay);
-  f(OptionInfo{"beta1", "--beta1", "AdamW beta1", true, true}, c.beta1);
-  f(OptionInfo{"beta2", "--beta2", "AdamW beta2", true, true}, c.beta2);
-  f(OptionInfo{"eps", "--eps", "AdamW epsilon", true, true}, c.eps);
-  f(OptionInfo{"grad_clip", "--grad-clip", "global gradient-norm clip (0: off)", true, true}, c.grad_clip);
-  f(OptionInfo{"batch_tokens", "--batch-tokens", "global batch in tokens (via accumulation)", true, true},
+  f(OptionInfo{"beta1", "--beta1", "AdamW beta1"}.sweepable(), c.beta1);
+  f(OptionInfo{"beta2", "--beta2", "AdamW beta2"}.sweepable(), c.beta2);
+  f(OptionInfo{"eps", "--eps", "AdamW epsilon"}.sweepable(), c.eps);
+  f(OptionInfo{"grad_clip", "--grad-clip", "global gradient-norm clip (0: off)"}.sweepable(), c.grad_clip);
+  f(OptionInfo{"batch_tokens", "--batch-tokens", "global batch in tokens (via accumulation)"}.sweepable(),
     c.batch_tokens);
-  f(OptionInfo{"micro_batch", "--micro-batch", "sequences per forward/backward per rank", true, true}, c.micro_batch);
-  f(OptionInfo{"steps", "--steps", "run length in optimizer steps", true, false}, c.steps);
-  f(OptionInfo{"tokens", "--tokens", "run length in tokens (rounded up to whole steps)", true, false}, c.tokens);
-  f(OptionInfo{"seed", "--seed", "seed of initialization and data order", true, true}, c.seed);
+  f(OptionInfo{"micro_batch", "--micro-batch", "sequences per forward/backward per rank"}, c.micro_batch);
+  f(OptionInfo{"steps", "--steps", "run length in optimizer steps"}.no_default(), c.steps);
+  f(OptionInfo{"tokens", "--tokens", "run length in tokens (rounded up to whole steps)"}.no_default(), c.tokens);
+  f(OptionInfo{"seed", "--seed", "seed of initialization and data order"}, c.seed);
   // evaluation, logging, checkpoints
-  f(OptionInfo{"val_every", "--val-every", "steps between validation passes (0: end only)", false, true}, c.val_every);
-  f(OptionInfo{"val_tokens", "--val-tokens", "size of the fixed validation set", true, true}, c.val_tokens);
-  f(OptionInfo{"log_every", "--log-every", "steps between progress lines on stderr", false, true}, c.log_every);
-  f(OptionInfo{"checkpoint_every", "--checkpoint-every", "steps between checkpoints (0: end only)", false, true},
+  f(OptionInfo{"val_every", "--val-every", "steps between validation passes (0: end only)"}.runtime(), c.val_every);
+  f(OptionInfo{"val_tokens", "--val-tokens", "size of the fixed validation set"}, c.val_tokens);
+  f(OptionInfo{"log_every", "--log-every", "steps between progress lines on stderr"}.runtime(), c.log_every);
+  f(OptionInfo{"checkpoint_every", "--checkpoint-every", "steps between checkpoints (0: end only)"}.runtime(),
     c.checkpoint_every);
-  f(OptionInfo{"keep_checkpoints", "--keep-checkpoints", "complete checkpoints kept", false, true}, c.keep_checkpoints);
-  f(OptionInfo{"resume", "--resume", "require a checkpoint to continue from (rerunning resumes anyway)", false, false},
+  f(OptionInfo{"keep_checkpoints", "--keep-checkpoints", "complete checkpoints kept"}.runtime(), c.keep_checkpoints);
+  f(OptionInfo{"resume", "--resume", "require a checkpoint to continue from (rerunning resumes anyway)"}.runtime().no_default(),
     c.resume);
-  f(OptionInfo{"probe_steps", "--probe-steps", "steps whose per-layer gradient norms go to grad_norms.csv", false,
-               false},
+  f(OptionInfo{"probe_steps", "--probe-steps", "steps whose per-layer gradient norms go to grad_norms.csv"}.runtime().no_default(),
     c.probe_steps);
   // execution
-  f(OptionInfo{"device", "--device", "cpu | cuda", false, true}, c.device);
-  f(OptionInfo{"precision", "--precision", "auto (bf16 autocast on cuda) | fp32 | bf16", true, true}, c.precision);
-  f(OptionInfo{"threads", "--threads", "CPU intra-op threads (0: all cores)", false, true}, c.threads);
-  f(OptionInfo{"prefetch", "--prefetch", "micro-batches read ahead by the loader thread", false, true}, c.prefetch);
-  f(OptionInfo{"peak_flops", "--peak-flops", "MFU denominator (0: measure a matmul peak at start)", false, false},
+  f(OptionInfo{"device", "--device", "cpu | cuda"}.runtime(), c.device);
+  f(OptionInfo{"precision", "--precision", "auto (bf16 autocast on cuda) | fp32 | bf16"}, c.precision);
+  f(OptionInfo{"threads", "--threads", "CPU intra-op threads (0: all cores)"}.runtime(), c.threads);
+  f(OptionInfo{"prefetch", "--prefetch", "micro-batches read ahead by the loader thread"}.runtime(), c.prefetch);
+  f(OptionInfo{"peak_flops", "--peak-flops", "MFU denominator (0: measure a matmul peak at start)"}.runtime().no_default(),
     c.peak_flops);
   // memory: the same math (bit for bit on CPU); ZeRO changes the checkpoint's optimizer files
   f(OptionInfo{"zero", "--zero",
                "0: plain data parallel; 1: each rank keeps the AdamW moments of 1/world of the parameters (ZeRO-1); "
-               "2: and the gradients of that 1/world, sent bucket by bucket during backward (ZeRO-2)",
-               true, true},
+               "2: and the gradients of that 1/world, sent bucket by bucket during backward (ZeRO-2)"},
     c.zero);
   f(OptionInfo{"bucket_mb", "--bucket-mb",
-               "MiB per bucket of the data-parallel collectives (ZeRO-2: the gradient staged per bucket)", false, true},
+               "MiB per bucket of the data-parallel collectives (ZeRO-2: the gradient staged per bucket)"}.runtime(),
     c.bucket_mb);
   f(OptionInfo{"activation_checkpointing", "--activation-checkpointing",
-               "keep only each block's input, recompute the block in backward (less memory, ~1/3 more compute)",
-               false, false},
+               "keep only each block's input, recompute the block in backward (less memory, ~1/3 more compute)"}.runtime().no_default(),
     c.activation_checkpointing);
 }
 
@@ -149,6 +142,12 @@ TrainConfig train_config_from_json(const nlohmann::json& j);  // missing keys ke
 // The part of the config that fixes the math of a run: a checkpoint whose binding
 // config differs from the current one is refused.
 nlohmann::json binding_config(const TrainConfig& c);
+// Every row of both tables (model, then the run's own), as `train --options-json` prints it:
+// [{"key", "group": "model"|"train", "flag", "help", "binding", "sweepable", "default"}].
+nlohmann::json options_table_json();
+// A warmup given in steps is the user's: it is capped only when the cap is given too (the
+// one place this rule lives; the CLI and the JSON reader both call it).
+void uncap_explicit_warmup(TrainConfig& c, bool steps_given, bool cap_given);
 
 // Runs (or resumes) the training described by config; returns the process exit code.
 // Throws Error for every user-facing failure.

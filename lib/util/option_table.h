@@ -2,7 +2,8 @@
 // One row per option of a configuration struct: its JSON key, its command-line flag and
 // help, and whether it fixes the math of a run (a checkpoint whose binding options differ
 // is refused). The CLI, the JSON form and the resume check are all derived from these
-// rows (visit_*_options), so a new option is one row. Torch-free.
+// rows (visit_*_options), and so are `train --options-json` and the sweepable flags of the
+// study grids. Torch-free.
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -13,12 +14,19 @@
 
 namespace shapelaw {
 
+// A row: OptionInfo{"lr", "--lr", "peak (base) learning rate"}.sweepable(); a row fixes the
+// math of a run and shows its default unless it says otherwise.
 struct OptionInfo {
   const char* key;    // JSON key (summary.json "config", checkpoints' state.json)
   const char* flag;   // CLI flag(s) as CLI11 takes them ("--lr", "--bias,!--no-bias"); "" = JSON only
   const char* help;   // "" = hidden from --help
-  bool binding;       // fixes the math of the run (checked on resume)
-  bool show_default;  // --help shows the default value
+  bool binding = true;       // fixes the math of the run (checked on resume; in binding_config)
+  bool show_default = true;  // --help shows the default value
+  bool sweep = false;        // a study grid may give it a comma list (scripts/study-grid, `train --options-json`)
+  // how a run executes or is stored, not what it computes
+  constexpr OptionInfo runtime() const { OptionInfo o = *this; o.binding = false; return o; }
+  constexpr OptionInfo no_default() const { OptionInfo o = *this; o.show_default = false; return o; }
+  constexpr OptionInfo sweepable() const { OptionInfo o = *this; o.sweep = true; return o; }
 };
 
 // JSON of every row; `filter(info)` selects rows.
