@@ -7,7 +7,7 @@
 # shows exactly what would rerun.
 ifndef shapelaw_stamps_included
 shapelaw_stamps_included := 1
-dry_run := $(findstring n,$(firstword -$(MAKEFLAGS)))
+include pipelines/tools.mk
 define sync_stamp
 $(if $(dry_run),$(if $(shell [ "$$(cat $(1) 2>/dev/null)" != '$(strip $(2))' ] && echo changed),$(eval $(1): FORCE)),\
 $(shell mkdir -p $(dir $(1)); \

@@ -170,7 +170,7 @@ $(results)/tau.csv: $(grad_fits)
 $(results)/tau-fit.md: $(results)/tau.csv $(results)/fit.args
 	@usable=$$(awk -F, 'NR > 1 && $$5 != "" && $$5 != "inf"' $< | wc -l); \
 	if [ "$$usable" -ge 3 ]; then \
-	  echo "fit-law --tau --skip-bad-rows $< -o $(results)/tau-fit.json --format markdown > $@"; \
+	  echo "fit-law --tau --skip-bad-rows $< -o $(results)/tau-fit.json --predictions $(results)/tau-predictions.csv --format markdown > $@"; \
 	  fit-law --tau --skip-bad-rows $< -o $(results)/tau-fit.json --predictions $(results)/tau-predictions.csv --format markdown > $@; \
 	else \
 	  rm -f $(results)/tau-fit.json; \

@@ -10,6 +10,7 @@ shapelaw_bin := $(abspath $(BUILD))/bin
 export PATH := $(shapelaw_bin):$(PATH)
 # make 4.3 does not pass exported variables to $(shell): give it the PATH explicitly.
 with_path := PATH='$(PATH)'
+# `make -n`: the one definition every pipeline uses (stamps.mk includes this file)
 dry_run := $(findstring n,$(firstword -$(MAKEFLAGS)))
 missing_tools = $(strip $(foreach t,$(1),$(if $(shell $(with_path) command -v $(t)),,$(t))))
 require_tools = $(if $(dry_run),,$(if $(call missing_tools,$(1)),$(error \

@@ -5,7 +5,7 @@
 // without COMPLETE is ignored and removed. Resume restores model, optimizer moments,
 // step, tokens, data cursor, losses and every RNG, after checking that the checkpoint
 // was made by the same configuration, data, world size and parameter groups.
-// With ZeRO (--zero 1) every rank also writes its optimizer slice, optimizer-rank<r>.pt,
+// With ZeRO (--zero 1 or 2) every rank also writes its optimizer slice, optimizer-rank<r>.pt,
 // into the same temporary directory (.tmp-step_<n>, named alike on every rank); rank 0
 // renames it and writes COMPLETE only after every rank has reported its slice written.
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // A run's records: metrics.jsonl and grad_norms.csv appended line by line (a resumed
 // run first drops what the killed process wrote after its last checkpoint), the
-// progress lines on stderr, and summary.json at the end (docs/formats.md).
+// progress lines on stderr (summary.json is the run summary's: train/trainer.cpp and records/).
 #include <cstdint>
 #include <cstdio>
 #include <functional>

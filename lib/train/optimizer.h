@@ -1,5 +1,5 @@
 #pragma once
-// configure_optimizers: AdamW over parameter groups built from the parameterization's
+// The optimizer (nanoGPT's configure_optimizers is the Optimizer constructor here): AdamW over parameter groups built from the parameterization's
 // rules (model/parameterization.h): every tensor gets its rule's lr, weight-decay and
 // eps multipliers; tensors whose settings coincide share one group, so SP has the
 // classic two (matrices decayed, vectors not). Each step sets every group's lr to the
