@@ -82,10 +82,12 @@ fixed_extra = $(if $(filter $(DATA)/micro/study%,$(FIXED_STUDY)),,$(RUN_ARGS) --
 .PHONY: all controls arms fixed sp completep data equal-n
 all controls: $(CONTROLS_REPORT)/README.md
 
-# Arm grids for scripts/study-grid (which expands each row's --lr list into runs R-lr<value>);
-# written under make -n too (+), so that a dry run can show the runs.
-fixed_grid := $(if $(FIXED_STUDY),$(CONTROLS)/sp-fixed.grid)
 include pipelines/tools.mk
+# Arm grids for scripts/study-grid (which expands each row's --lr list into runs R-lr<value>);
+# written under make -n too (+), so that a dry run can show the runs, but then into a
+# scratch directory: a dry run writes nothing under CONTROLS.
+grids := $(if $(dry_run),$(shell mktemp -d "$${TMPDIR:-/tmp}/shapelaw-dry-grids.XXXXXX"),$(CONTROLS))
+fixed_grid := $(if $(FIXED_STUDY),$(grids)/sp-fixed.grid)
 include pipelines/stamps.mk
 # the report fits each arm itself (the arms' sub-makes check train and the rest)
 $(call require_tools,fit-law)
@@ -95,12 +97,12 @@ $(call sync_stamp,$(CONTROLS)/grids.args,$(CONTROLS_GRID) $(FIXED_FROM_GRID) $(F
   / $(SP_DEFAULT_LRS) completep: $(CP_LRS) / $(CP_DEFAULT_LRS))
 grid_deps := $(CONTROLS_GRID) $(CONTROLS)/grids.args pipelines/controls.mk scripts/controls-grid
 lrs_opt = $(if $(strip $(1)),--lrs "$(strip $(1))") --default-lrs "$(strip $(2))"
-$(CONTROLS)/sp-fixed.grid: $(grid_deps) $(FIXED_FROM_GRID)
+$(grids)/sp-fixed.grid: $(grid_deps) $(FIXED_FROM_GRID)
 	+@mkdir -p $(@D); scripts/controls-grid fixed $(CONTROLS_GRID) --from $(FIXED_FROM_GRID) > $@.tmp && mv $@.tmp $@
-$(CONTROLS)/sp/grid: $(grid_deps) $(fixed_grid)
+$(grids)/sp/grid: $(grid_deps) $(fixed_grid)
 	+@mkdir -p $(@D); scripts/controls-grid arm sp $(CONTROLS_GRID) $(call lrs_opt,$(SP_LRS),$(SP_DEFAULT_LRS)) \
 	  $(if $(fixed_grid),--fixed-rows $(fixed_grid) --fixed-lr $(FIXED_LR)) > $@.tmp && mv $@.tmp $@
-$(CONTROLS)/completep/grid: $(grid_deps)
+$(grids)/completep/grid: $(grid_deps)
 	+@mkdir -p $(@D); scripts/controls-grid arm completep $(CONTROLS_GRID) $(call lrs_opt,$(CP_LRS),$(CP_DEFAULT_LRS)) > $@.tmp && mv $@.tmp $@
 
 # study STUDY-DIR GRID TRAIN_EXTRA [SEEDS]: the runs of one arm, a sub-make of the study pipeline
@@ -112,10 +114,10 @@ data:
 	+$(MAKE) --no-print-directory -f $(STUDY_MK) $(study_mk_vars) DATA=$(DATA) data
 fixed: $(fixed_grid) | data
 	$(if $(fixed_grid),$(call study,$(FIXED_STUDY),$(fixed_grid),$(fixed_extra),$(FIXED_SEEDS)))
-sp: $(CONTROLS)/sp/grid | data
-	$(call study,$(CONTROLS)/sp,$(CONTROLS)/sp/grid,$(RUN_ARGS))
-completep: $(CONTROLS)/completep/grid | data
-	$(call study,$(CONTROLS)/completep,$(CONTROLS)/completep/grid,$(RUN_ARGS) $(CP_ARGS))
+sp: $(grids)/sp/grid | data
+	$(call study,$(CONTROLS)/sp,$(grids)/sp/grid,$(RUN_ARGS))
+completep: $(grids)/completep/grid | data
+	$(call study,$(CONTROLS)/completep,$(grids)/completep/grid,$(RUN_ARGS) $(CP_ARGS))
 arms: fixed sp completep
 
 $(CONTROLS_REPORT)/README.md: fixed sp completep scripts/make-controls-report
