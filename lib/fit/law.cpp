@@ -309,11 +309,7 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
   for (const auto& name : names) {
     auto t0 = std::chrono::steady_clock::now();
     std::string why;
-    Model m = prepare(name, why);
-    if (m.response != response) {
-      throw Error("model '" + name + "' fits " + m.response + ", but the input is a " + response +
-                  " table" + (opt.tau ? "" : " (use --tau for a probe-grads table)"));
-    }
+    Model m = prepare(name, why);  // (its response was checked above, before any work)
     if (!why.empty()) {
       skipped.push_back({{"name", name}, {"reason", why}});
       continue;
@@ -505,12 +501,11 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
       }
       mj["dcrit"] = dc;
     }
-    if (m.name == "kaplan") {
-      auto nc = [&](const VectorXd& p) { return std::pow(p[0], 1.0 / p[1]); };
+    for (const auto& [dname, fn] : m.derived) {  // the law's own derived quantities (e.g. kaplan's N_c)
       std::vector<double> v;
-      for (const auto& d : boot.draws) v.push_back(nc(d));
+      for (const auto& d : boot.draws) v.push_back(fn(d));
       Percentiles pc = summarize(v);
-      derived["Nc"] = {{"estimate", num(nc(fr.p))}, {"ci95_bootstrap", interval(pc.lo, pc.hi)}};
+      derived[dname] = {{"estimate", num(fn(fr.p))}, {"ci95_bootstrap", interval(pc.lo, pc.hi)}};
     }
     if (m.response == "loss") {
       OptimalCurve oc = compute_optimal(m, fr.p, optimal);

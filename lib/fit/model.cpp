@@ -172,6 +172,7 @@ Model kaplan(bool with_E) {
   m.nl_grid = {kExponentGrid};
   m.terms = {kCapacityTerm};
   if (with_E) m.terms.push_back("const");
+  if (!with_E) m.derived = {{"Nc", [](const Eigen::VectorXd& p) { return std::pow(p[0], 1.0 / p[1]); }}};
   m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
     int iA = with_E ? 1 : 0;
     if (with_E) { g[0] = 1; dg[0] = 0; }

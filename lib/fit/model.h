@@ -37,6 +37,8 @@ struct Model {
   // "const"): two laws with the same terms are the same law (paper-log and paper-log-E when
   // T does not vary, no-phi / kaplan-E / chinchilla then too).
   std::vector<std::string> terms;
+  // Quantities derived from the parameters, reported with bootstrap CIs (kaplan: N_c = A^(1/α)).
+  std::vector<std::pair<std::string, std::function<double(const Eigen::VectorXd&)>>> derived;
 
   int n_lin() const { return static_cast<int>(lin_names.size()); }
   int n_nl() const { return static_cast<int>(nl_names.size()); }
