@@ -2,15 +2,10 @@
 // composition: same loss, same gradients, same dispatch rules.
 #include "catch.h"
 
-#include <algorithm>
-#include <cmath>
-#include <random>
-#include <vector>
 
 #include <torch/torch.h>
 
 #include "model/head_loss.h"
-#include "model/softmax_rows.h"
 
 using namespace shapelaw;
 
@@ -57,35 +52,4 @@ TEST_CASE("fused head cross-entropy is used only where it applies") {
   auto h64 = h.to(torch::kFloat64).requires_grad_(true), w64 = w.detach().to(torch::kFloat64);
   auto plain64 = head_cross_entropy(h64, w64, y);  // not fp32: the plain composition
   CHECK(plain64.grad_fn()->name().find("Fused") == std::string::npos);
-}
-
-TEST_CASE("softmax rows: every kernel this CPU runs matches a double-precision softmax") {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const auto& kernel : softmax_rows_kernels()) {
-    // widths around the vector lengths (tails), large spreads (underflow to 0), a row of equal logits
-    for (int64_t vocab : {1, 3, 15, 16, 17, 33, 1000}) {
-      const int64_t rows = 5;
-      std::vector<float> logits(size_t(rows * vocab)), log_normalizer(rows);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < vocab; ++j) logits[size_t(r * vocab + j)] = r == 4 ? 2.5f : normal(rng) * float(5 * r + 1);
-      const std::vector<float> original = logits;
-      kernel.run(logits.data(), rows, vocab, 0.5f, log_normalizer.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* x = original.data() + r * vocab;
-        const double max = *std::max_element(x, x + vocab);
-        double sum = 0;
-        for (int64_t j = 0; j < vocab; ++j) sum += std::exp(double(x[j]) - max);
-        INFO(kernel.name << " vocab " << vocab << " row " << r);
-        CHECK(log_normalizer[size_t(r)] == Approx(max + std::log(sum)).epsilon(1e-6).margin(1e-6));
-        double worst = 0;
-        for (int64_t j = 0; j < vocab; ++j) {
-          const double want = 0.5 * std::exp(double(x[j]) - max) / sum;
-          worst = std::max(worst, std::abs(logits[size_t(r * vocab + j)] - want) / std::max(want, 1e-30));
-        }
-        CHECK(worst < 1e-5);
-      }
-    }
-  }
-  CHECK(std::string(softmax_rows_kernels().back().name) == "portable");
 }
