@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "kernels/kernel_set.h"
 #include "model/head_loss.h"
 
 using namespace shapelaw;
@@ -52,4 +53,25 @@ TEST_CASE("fused head cross-entropy is used only where it applies") {
   auto h64 = h.to(torch::kFloat64).requires_grad_(true), w64 = w.detach().to(torch::kFloat64);
   auto plain64 = head_cross_entropy(h64, w64, y);  // not fp32: the plain composition
   CHECK(plain64.grad_fn()->name().find("Fused") == std::string::npos);
+}
+
+TEST_CASE("fused head: which path a width takes is the same whichever kernel body runs") {
+  const Isa chosen = kernel_isa();
+  std::vector<std::string> first;
+  for (const Isa isa : isas_runnable_here()) {
+    use_isa_for_testing(isa);
+    std::vector<std::string> paths;
+    for (int64_t width : {8, 16, 24, 32, 48, 64}) {
+      auto h = torch::randn({8, width}).requires_grad_(true), w = torch::randn({40, width}).requires_grad_(true);
+      auto y = torch::randint(0, 40, {8}, torch::kLong);
+      paths.push_back(head_cross_entropy(h, w, y, /*small_width=*/true).grad_fn()->name());
+    }
+    INFO(isa_name(isa) << " body");
+    CHECK(paths[1].find("SmallWidthHead") != std::string::npos);   // 16
+    CHECK(paths[3].find("SmallWidthHead") != std::string::npos);   // 32
+    CHECK(paths[5].find("FusedHeadCrossEntropy") != std::string::npos);  // 64, as on AVX2 before
+    if (first.empty()) first = paths;
+    CHECK(paths == first);
+  }
+  use_isa_for_testing(chosen);
 }
