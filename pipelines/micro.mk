@@ -8,6 +8,8 @@
 #                             seed-to-seed spread, and each law's lack of fit against it
 #   make LRS="1e-3 3e-3 1e-2" every run once per learning rate; the fit keeps the best
 #   make TRAIN_EXTRA="--mlp swiglu"   flags appended to every run's train flags
+#   make KERNELS=native       this CPU's fastest kernels instead of the fixed set (below)
+#   make check-reproduced     (top-level Makefile) this machine's runs against pipelines/expected/
 # Outputs follow DATA and STUDY: the repository's report/ (report-seeds/) is written only
 # by the default study; any other STUDY or DATA gets STUDY/report unless REPORT_DIR is set.
 SHELL := /bin/bash
