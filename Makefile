@@ -7,7 +7,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
-.PHONY: all deps build test fast controls controls-equal-n refit bench-data bench-train bench-fit refit-paper clean help
+.PHONY: all deps build test fast controls controls-equal-n refit bench-data bench-train bench-fit refit-paper clean help \
+  check-reproduced
 
 # An explicit -j1 here reaches the study (a sub-make would otherwise pick its own default).
 study_jobs = $(if $(filter -j1,$(MAKEFLAGS)),STUDY_JOBS=1)
@@ -23,6 +24,8 @@ help:
 	@echo "make bench-train  trainer benchmark against the PyTorch reference"
 	@echo "make bench-fit    fit-law timings"
 	@echo "make fast         the micro pipeline at FAST=1 (three tiny runs, every stage)"
+	@echo "make check-reproduced  after make: this machine's runs against the committed ones (pipelines/expected/),"
+	@echo "                  bit for bit (FAST=1, SEEDS=: that study's; UPDATE=1 rewrites the expected file)"
 	@echo "make controls     the controls study: SP at tuned LRs and CompleteP (pipelines/controls.mk)"
 	@echo "make controls-equal-n   the same plus an equal-parameter depth sweep (report-controls-equal-n/)"
 	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
@@ -52,6 +55,17 @@ bench-train: build
 
 bench-fit: build
 	bench/fit.sh
+
+# After `make` (same FAST/SEEDS/DATA): each run's final losses and weights against the
+# committed expected file. Runs of the fixed kernel set (KERNELS=fixed, the default) are
+# the same bits on every x86-64 CPU with AVX2+FMA; UPDATE=1 rewrites the file from this
+# machine's runs (after a retrain that moves the numbers on purpose).
+DATA ?= data
+# (the study directory as micro.mk names it: seeds 42 43 44 by default, SEEDS= another list)
+REPRODUCE_STUDY ?= $(DATA)/micro/study$(if $(filter 1,$(FAST)),-fast,$(if $(filter command% environment%,$(origin SEEDS)),$(if $(strip $(SEEDS)),-seeds,-1seed)))
+EXPECTED ?= pipelines/expected/$(notdir $(REPRODUCE_STUDY)).json
+check-reproduced:
+	@scripts/check-reproduced $(if $(filter 1,$(UPDATE)),--write) --expected $(EXPECTED) $(REPRODUCE_STUDY)/runs
 
 fast: build
 	$(MAKE) -f pipelines/micro.mk FAST=1 $(study_jobs)

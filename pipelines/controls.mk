@@ -63,7 +63,7 @@ CP_BASE ?= --base-width 16 --base-depth 1
 RUN_ARGS ?= --threads 1 --min-lr-ratio 0.1
 FIT_ARGS ?= -B 200 --no-profile
 # Arm 1 is the default study when nothing that shapes its runs was overridden.
-study_vars := VOCAB VALIDATION_FRACTION SEED TOKENS THREADS VAL_EVERY BLOCK_IMPL SEQ_LEN BATCH_TOKENS TRAIN_ARGS \
+study_vars := VOCAB VALIDATION_FRACTION SEED TOKENS THREADS VAL_EVERY BLOCK_IMPL KERNELS SEQ_LEN BATCH_TOKENS TRAIN_ARGS \
   TRAIN_EXTRA LRS SWEEP FAST LAUNCH FIXED_LR
 overridden := $(strip $(foreach v,$(study_vars),$(if $(filter command% environment%,$(origin $(v))),$(v))))
 FIXED_STUDY ?= $(if $(overridden),$(CONTROLS)/sp-fixed,$(DATA)/micro/study)

@@ -9,6 +9,8 @@
 #                             one run per row, seed 42: study-1seed/, report-1seed/)
 #   make LRS="1e-3 3e-3 1e-2" every run once per learning rate; the fit keeps the best
 #   make TRAIN_EXTRA="--mlp swiglu"   flags appended to every run's train flags
+#   make KERNELS=native       this CPU's fastest kernels instead of the fixed set (below)
+#   make check-reproduced     (top-level Makefile) this machine's runs against pipelines/expected/
 # Outputs follow DATA and STUDY: the repository's report/ is written only by the default
 # study (report-seeds/, report-1seed/ under other SEEDS); any other STUDY or DATA gets
 # STUDY/report unless REPORT_DIR is set.
@@ -88,6 +90,13 @@ VAL_EVERY ?= 96
 # throughout: BLOCK_IMPL=aten gives the studies made before session 8 (aten adds no flag,
 # so their runs' stamps still match).
 BLOCK_IMPL ?= fused
+# KERNELS: train's --kernels for every run. fixed (the default): the same bits on every
+# x86-64 CPU with AVX2+FMA (the kernel layer's AVX2 bodies, OpenBLAS's Haswell kernels,
+# ATen's avx2 ones), so `make check-reproduced` can compare this machine's runs with the
+# committed ones; native: the fastest kernels this CPU has (docs/benchmarks.md, "Kernel
+# set"), numbers equal only on the same kind of CPU. It is in every run's stamp: a study
+# never mixes the two.
+KERNELS ?= fixed
 ifeq ($(FAST),1)
 GRID ?= pipelines/grids/micro-fast.grid
 TOKENS ?= 16384
@@ -110,7 +119,7 @@ BATCH_TOKENS ?= 2048
 TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) --micro-batch 32 \
   --tokens $(TOKENS) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 --val-every $(VAL_EVERY) \
   --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads $(THREADS) \
-  $(if $(filter-out aten,$(BLOCK_IMPL)),--block-impl $(BLOCK_IMPL))
+  $(if $(filter-out aten,$(BLOCK_IMPL)),--block-impl $(BLOCK_IMPL)) --kernels $(KERNELS)
 # TRAIN_EXTRA: flags appended to every run (study.mk; the last of a repeated flag wins),
 # e.g. the controls study's --param completep ...
 STUDY_TITLE ?= shapelaw micro-study: Brown corpus, $(VOCAB)-token BPE, $(TOKENS) tokens per run

@@ -18,11 +18,13 @@
 #include "train/run_eval.h"
 #include "train/synthetic_data.h"
 #include "compat/torch_compat.h"
+#include "kernels/kernel_set.h"
 #include "model/equal_params.h"
 #include "plan/layout.h"
 #include "plan/memory_plan.h"
 #include "shards/dataset.h"
 #include "train/distributed.h"
+#include "train/kernel_record.h"
 #include "train/run_plan.h"
 #include "train/synthetic_data.h"
 #include "train/train_config.h"
@@ -156,6 +158,7 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   CLI::App app{"Train one depth x width decoder-only transformer on token shards (LibTorch)."};
   app.set_version_flag("--version", shapelaw::tool_version("train") + "\nLibTorch " + shapelaw::compat::torch_version() +
                                          "\nBLAS: " + shapelaw::blas_description() +
+                                         "\nkernels: " + shapelaw::describe(shapelaw::current_kernel_record()) +
                                          "\ndata parallel: " + (shapelaw::Distributed::available()
                                                                       ? shapelaw::Distributed::backends()
                                                                       : std::string("none (single process only)")));
@@ -288,10 +291,38 @@ int eval_main(int argc, char** argv) {
   return 0;
 }
 
+// --kernels as the command line (or its --config file) gives it, read before anything
+// else: the fixed set's library settings take effect only in a process started with them
+// (util/cpu_runtime.h), so train re-executes itself once with them. An invalid value is
+// the full parse's to refuse; until then it counts as fixed.
+shapelaw::KernelSet requested_kernels(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "eval") return shapelaw::KernelSet::fixed;
+  CLI::App pre;
+  pre.allow_extras();
+  pre.set_help_flag();
+  std::string config_path, kernels;
+  pre.add_option("--config", config_path)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  pre.add_option("--kernels", kernels)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  try {
+    pre.parse(argc, argv);
+  } catch (const CLI::ParseError&) {
+  }
+  if (kernels.empty() && !config_path.empty()) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(shapelaw::read_file(config_path));
+      if (j.contains("kernels") && j["kernels"].is_string()) kernels = j["kernels"].get<std::string>();
+    } catch (const std::exception&) {  // the full parse says what is wrong with the file
+    }
+  }
+  return kernels == "native" ? shapelaw::KernelSet::native : shapelaw::KernelSet::fixed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  shapelaw::tune_cpu_runtime("train", argv);
+  const shapelaw::KernelSet kernels = requested_kernels(argc, argv);
+  shapelaw::tune_cpu_runtime("train", argv, kernels == shapelaw::KernelSet::fixed);
+  shapelaw::choose_kernel_set(kernels);
   if (argc > 1 && std::string(argv[1]) == "eval")
     return shapelaw::tool_main("train", [&]() -> int { return eval_main(argc - 1, argv + 1); });
   return shapelaw::tool_main("train", [&]() -> int {

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <ATen/Version.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 // CUDA builds (lib/CMakeLists.txt defines SHAPELAW_HAVE_CUDA for a CUDA LibTorch): the
@@ -49,6 +50,18 @@ inline bool use_classic_store_backend(TCPStoreOptions& options) {
 inline std::string torch_version() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);
+}
+
+// The vectorized kernels ATen dispatches to on this CPU, lower case ("avx2", "avx512",
+// "default"): at::native::get_cpu_capability is not exported by every build, but every
+// 1.x and 2.x show_config() has the line "CPU capability usage: AVX2". "" if absent.
+inline std::string aten_cpu_capability() {
+  const std::string config = at::show_config(), key = "CPU capability usage: ";
+  const size_t at = config.find(key);
+  if (at == std::string::npos) return "";
+  std::string value = config.substr(at + key.size(), config.find('\n', at) - at - key.size());
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return value;
 }
 
 // softmax(Q K^T / sqrt(d) + causal mask) V for q, k, v of shape [B, H, T, d].

@@ -6,7 +6,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "model/block_kernels.h"
+#include "kernels/block_kernels.h"
 #include "compat/torch_compat.h"
 
 namespace shapelaw {
@@ -19,6 +19,19 @@ using torch::autograd::variable_list;
 // The block's tensors in a fixed order; absent ones (biases, layernorm shifts, the swiglu
 // gate) are undefined and are not handed to autograd.
 enum Slot { kX, kCos, kSin, kG1, kB1, kWqkv, kBqkv, kWo, kBo, kG2, kB2, kWfc, kBfc, kWgate, kBgate, kW2, kB2mlp, kSlots };
+
+// What forward keeps for backward, in save_for_backward's order; undefined where the block
+// has no such tensor (rmsnorm's means, gelu's gate). kSavedU is the MLP's pre-activation
+// for swiglu and GELU'(pre-activation) for gelu (all that gelu's backward needs).
+enum Saved {
+  kSavedX, kSavedCos, kSavedSin,
+  kSavedNorm1Out, kSavedNorm1Mean, kSavedNorm1Rstd,
+  kSavedQkv, kSavedY, kSavedLse, kSavedH,
+  kSavedNorm2Out, kSavedNorm2Mean, kSavedNorm2Rstd,
+  kSavedU, kSavedGate, kSavedSiluGate, kSavedAct,
+  kSavedWqkv, kSavedWo, kSavedWfc, kSavedWgate, kSavedW2,
+  kSavedCount
+};
 
 std::array<Tensor, kSlots> block_slots(BlockImpl& b, const Tensor& x, const Tensor& cos, const Tensor& sin) {
   auto& mlp = *b.mlp;
@@ -70,8 +83,8 @@ std::array<Tensor, 3> run_norm_backward(const NormImpl& n, const Tensor& dout, c
   return g;
 }
 
-// The block's products on block_kernels' GEMM where the shapes fit (rows a multiple of 4,
-// output columns of 16), on ATen's otherwise. All operands contiguous, rows first; b's
+// The block's products on the kernel layer's GEMM where the shapes fit (gemm_fits: rows
+// a multiple of 4, output columns of 16, for every instruction set), on ATen's otherwise. All operands contiguous, rows first; b's
 // rows are as long as c's.
 Gemm gemm_of(const Tensor& a, int64_t a_row, int64_t a_col, const Tensor& b, const Tensor& c, int64_t K) {
   return {c.size(0), c.size(1), K, a.data_ptr<float>(), a_row, a_col, b.data_ptr<float>(), c.size(1),
@@ -81,12 +94,12 @@ Gemm gemm_of(const Tensor& a, int64_t a_row, int64_t a_col, const Tensor& b, con
 // g over the intra-op threads, split by rows of C (tiles of 4; each row's sum is one
 // thread's, so the result does not depend on the thread count).
 void parallel_gemm(const Gemm& g) {
-  at::parallel_for(0, g.M / 4, /*grain_size=*/32, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.M / kGemmRows, /*grain_size=*/32, [&](int64_t begin, int64_t end) {
     Gemm part = g;
-    part.M = (end - begin) * 4;
-    part.A += begin * 4 * g.a_row;
-    part.C += begin * 4 * g.c_row;
-    if (part.base) part.base += begin * 4 * g.c_row;
+    part.M = (end - begin) * kGemmRows;
+    part.A += begin * kGemmRows * g.a_row;
+    part.C += begin * kGemmRows * g.c_row;
+    if (part.base) part.base += begin * kGemmRows * g.c_row;
     gemm(part);
   });
 }
@@ -187,19 +200,27 @@ struct FusedBlock : torch::autograd::Function<FusedBlock> {
 
     ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
     ctx->saved_data["present"] = present;
-    ctx->save_for_backward({x, cos, sin, n1.out, n1.mean, n1.rstd, qkv, y, lse, h, n2.out, n2.mean, n2.rstd, u, g,
-                            silu_g, act, in[kWqkv], in[kWo], in[kWfc], in[kWgate], in[kW2]});
+    std::vector<Tensor> saved(kSavedCount);
+    saved[kSavedX] = x, saved[kSavedCos] = cos, saved[kSavedSin] = sin;
+    saved[kSavedNorm1Out] = n1.out, saved[kSavedNorm1Mean] = n1.mean, saved[kSavedNorm1Rstd] = n1.rstd;
+    saved[kSavedQkv] = qkv, saved[kSavedY] = y, saved[kSavedLse] = lse, saved[kSavedH] = h;
+    saved[kSavedNorm2Out] = n2.out, saved[kSavedNorm2Mean] = n2.mean, saved[kSavedNorm2Rstd] = n2.rstd;
+    saved[kSavedU] = u, saved[kSavedGate] = g, saved[kSavedSiluGate] = silu_g, saved[kSavedAct] = act;
+    saved[kSavedWqkv] = in[kWqkv], saved[kSavedWo] = in[kWo], saved[kSavedWfc] = in[kWfc];
+    saved[kSavedWgate] = in[kWgate], saved[kSavedW2] = in[kW2];
+    ctx->save_for_backward(saved);
     return out.view({B, T, W});
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
     auto* block = reinterpret_cast<BlockImpl*>(ctx->saved_data["block"].toInt());
     const auto s = ctx->get_saved_variables();
-    // u: the MLP's pre-activation, for gelu its GELU' instead (see forward)
-    const Tensor &x = s[0], &cos = s[1], &sin = s[2], &qkv = s[6], &y = s[7], &lse = s[8], &h = s[9], &u = s[13],
-                 &g = s[14], &silu_g = s[15], &act = s[16], &w_qkv = s[17], &w_o = s[18], &w_fc = s[19],
-                 &w_gate = s[20], &w2 = s[21];
-    const NormPass n1{s[3], s[4], s[5]}, n2{s[10], s[11], s[12]};
+    const Tensor &x = s[kSavedX], &cos = s[kSavedCos], &sin = s[kSavedSin], &qkv = s[kSavedQkv], &y = s[kSavedY],
+                 &lse = s[kSavedLse], &h = s[kSavedH], &u = s[kSavedU], &g = s[kSavedGate],
+                 &silu_g = s[kSavedSiluGate], &act = s[kSavedAct], &w_qkv = s[kSavedWqkv], &w_o = s[kSavedWo],
+                 &w_fc = s[kSavedWfc], &w_gate = s[kSavedWgate], &w2 = s[kSavedW2];
+    const NormPass n1{s[kSavedNorm1Out], s[kSavedNorm1Mean], s[kSavedNorm1Rstd]},
+        n2{s[kSavedNorm2Out], s[kSavedNorm2Mean], s[kSavedNorm2Rstd]};
     const int64_t B = grad_output[0].size(0), T = grad_output[0].size(1), W = grad_output[0].size(2);
     const double r = block->residual_mult;
     const bool bias = block->attn->qkv->bias.defined();

@@ -4,7 +4,7 @@
 // micro-study's widths (16-64) the ATen form's ~60 small ops per block, each with its own
 // dispatch, autograd node and pass over memory, cost more than the arithmetic; here the
 // projections stay GEMMs, SwiGLU uses ATen's kernels without autograd, and the norms,
-// GELU, RoPE and causal attention are plain loops (model/block_kernels.h).
+// GELU, RoPE and causal attention are plain loops (kernels/block_kernels.h).
 //
 // Every model option of a block is covered (layernorm/rmsnorm, gelu/swiglu, bias, the
 // residual multiplier, the attention scale) and activation checkpointing composes (the

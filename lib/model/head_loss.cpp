@@ -4,7 +4,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "model/softmax_rows.h"
+#include "kernels/softmax_rows.h"
 #include "compat/torch_compat.h"
 
 namespace shapelaw {

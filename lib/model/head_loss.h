@@ -4,7 +4,7 @@
 // Unfused, LibTorch materializes logits, log_softmax and their gradients as separate
 // [N, V] tensors and streams each through memory (exp twice, about seven passes); at
 // small widths that is most of a CPU step outside the matmuls. Fused, the forward pass
-// turns the logits in place, row by row while each row sits in L1 (model/softmax_rows.h),
+// turns the logits in place, row by row while each row sits in L1 (kernels/softmax_rows.h),
 // into the gradient
 //   dL/dlogits_i = (softmax(logits_i) - onehot(y_i)) / N
 // so backward is just the two head matmuls: dL/dh = G U, dL/dU = G^T h.
@@ -15,9 +15,10 @@ namespace shapelaw {
 // h [N, W], head weight [V, W], targets [N] (int64) -> scalar mean loss (fp32).
 // Fused on CPU in fp32 when a gradient is wanted; the plain composition otherwise
 // (CUDA, autocast, no-grad evaluation). Both give the same loss and gradients.
-// small_width: where the width is one model/softmax_rows.h's head_rows keeps in registers
-// (16 with AVX2), the whole head in one pass over the rows instead of three GEMMs; equal
-// up to float rounding (dU is summed in another order), so only with --block-impl fused.
+// small_width: where the width is one kernels/softmax_rows.h's head_rows keeps in registers
+// (16 or 32, whatever the instruction set), the whole head in one pass over the rows
+// instead of three GEMMs; equal up to float rounding (dU is summed in another order), so
+// only with --block-impl fused.
 torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
                                  bool small_width = false);
 

@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 
 #include "compat/torch_compat.h"
+#include "kernels/adamw.h"
 
 namespace shapelaw {
 namespace {
@@ -39,29 +40,6 @@ torch::optim::AdamWParamState& state_of(torch::optim::AdamW& optimizer, const to
   auto& slot = states[compat::optimizer_state_key<std::decay_t<decltype(states)>>(p)];
   slot = std::move(state);
   return static_cast<torch::optim::AdamWParamState&>(*slot);
-}
-
-struct Coefficients {
-  float decay, b1, b2, g_scale, one_minus_b1, one_minus_b2, sqrt_correction2, eps, step_size;
-};
-
-// One pass over n elements; cloned for AVX-512 and AVX2 (picked at load time), so the
-// loop runs at the CPU's vector width while the binary stays portable.
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void update_range(float* __restrict param, const float* __restrict grad, float* __restrict m,
-                  float* __restrict v, int64_t n, Coefficients c) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i] * c.g_scale;
-    const float mi = c.b1 * m[i] + c.one_minus_b1 * g;
-    const float vi = c.b2 * v[i] + c.one_minus_b2 * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    // torch's order: p *= decay; denom = sqrt(v) / sqrt(bc2) + eps; p += -step_size * (m / denom)
-    const float decayed = param[i] * c.decay;
-    param[i] = decayed + -c.step_size * (mi / (std::sqrt(vi) / c.sqrt_correction2 + c.eps));
-  }
 }
 
 }  // namespace
@@ -103,11 +81,11 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
                   double clip_scale) {
   const double correction1 = 1.0 - std::pow(h.beta1, double(step));
   const double correction2 = 1.0 - std::pow(h.beta2, double(step));
-  const Coefficients c{float(1.0 - h.lr * h.weight_decay), float(h.beta1), float(h.beta2), float(clip_scale),
+  const AdamWCoefficients c{float(1.0 - h.lr * h.weight_decay), float(h.beta1), float(h.beta2), float(clip_scale),
                        float(1.0 - h.beta1), float(1.0 - h.beta2), float(std::sqrt(correction2)), float(h.eps),
                        float(h.lr / correction1)};
   at::parallel_for(0, n, /*grain_size=*/1 << 15, [&](int64_t begin, int64_t end) {
-    update_range(param + begin, grad + begin, m + begin, v + begin, end - begin, c);
+    adamw_range(param + begin, grad + begin, m + begin, v + begin, end - begin, c);
   });
 }
 

@@ -5,8 +5,8 @@
 //   p  <- p (1 - lr wd)
 //   m  <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2,      g = clip_scale * grad
 //   p  <- p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-// Same formula in torch's order of operations (equal to its results up to float rounding:
-// torch's vectorized kernels use FMA, this loop does not), same state objects (step,
+// Same formula in torch's order of operations (kernels/adamw.h; equal to its results up to
+// float rounding: torch's vectorized kernels use FMA, this loop does not), same state objects (step,
 // exp_avg, exp_avg_sq) inside the optimizer, so optimizer.pt and resume are unchanged.
 #include <torch/torch.h>
 

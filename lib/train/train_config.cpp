@@ -68,6 +68,7 @@ void TrainConfig::validate() const {
   if (zero < 0 || zero > 2) fail("--zero must be 0, 1 or 2 (got " + std::to_string(zero) + ")");
   if (!(bucket_mb > 0)) fail("--bucket-mb must be > 0 (got " + std::to_string(bucket_mb) + ")");
   if (debug_kill_phase != "step" && debug_kill_phase != "checkpoint") fail("bad debug kill phase");
+  if (kernels != "fixed" && kernels != "native") fail("--kernels must be fixed or native (got '" + kernels + "')");
 }
 
 namespace {

@@ -53,6 +53,7 @@ struct TrainConfig {
   int zero = 0;                   // 1: AdamW moments sharded over the data-parallel ranks (ZeRO-1); 2: gradients too
   double bucket_mb = 25;          // MiB per bucket of the data-parallel collectives
   bool activation_checkpointing = false;  // recompute each block in backward (model/recompute.h)
+  std::string kernels = "fixed";  // fixed | native: the CPU kernel set (kernels/kernel_set.h)
   // testing hooks: SIGKILL self at this step, "step" (after the step) or "checkpoint"
   // (inside the checkpoint write, before its rename)
   int64_t debug_kill_at_step = 0;
@@ -135,6 +136,11 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"activation_checkpointing", "--activation-checkpointing",
                "keep only each block's input, recompute the block in backward (less memory, ~1/3 more compute)"}.runtime().no_default(),
     c.activation_checkpointing);
+  f(OptionInfo{"kernels", "--kernels",
+               "CPU kernels: fixed (the same bits on every x86-64 CPU with AVX2+FMA: AVX2 kernels, OpenBLAS Haswell, "
+               "ATen avx2) | native (the fastest this CPU has, e.g. AVX-512)",
+               true, true},
+    c.kernels);
 }
 
 nlohmann::json to_json(const TrainConfig& c);

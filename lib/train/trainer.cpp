@@ -13,6 +13,7 @@
 #include <set>
 
 #include "compat/torch_compat.h"
+#include "kernels/kernel_set.h"
 #include "model/model.h"
 #include "model/parameterization.h"
 #include "shards/dataset.h"
@@ -21,6 +22,7 @@
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/evaluate.h"
+#include "train/kernel_record.h"
 #include "train/memory_meter.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
@@ -32,6 +34,7 @@
 #include "util/cpu_runtime.h"
 #include "util/error.h"
 #include "util/progress.h"
+#include "util/sha256.h"
 
 namespace shapelaw {
 namespace {
@@ -102,6 +105,18 @@ std::string describe_groups(const Optimizer& opt, const Multipliers& m, const Mo
   return s;
 }
 
+// The final weights' bits (each parameter's name and fp32 values, in the model's order):
+// two runs with the same hash trained to the same bits (scripts/check-reproduced).
+std::string parameters_sha256(Transformer& model) {
+  Sha256 hash;
+  for (const auto& item : model->named_parameters()) {
+    const torch::Tensor t = item.value().detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    hash.update(item.key());
+    hash.update(t.data_ptr<float>(), size_t(t.numel()) * sizeof(float));
+  }
+  return hash.hex_digest();
+}
+
 json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDataset& dataset, const RunDevice& rd,
                  const Distributed& dist, const RunIdentity& id, const Multipliers& m, double val_loss,
                  int64_t val_tokens, double wall, double peak, const json& memory,
@@ -143,6 +158,7 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"world_size", dist.world},
                   {"torch_version", compat::torch_version()},
                   {"blas", blas_description()},
+                  {"kernels", to_json(current_kernel_record())},
                   {"git_rev", shapelaw_git_rev()},
                   {"data_manifest_sha256", dataset.manifest_sha256()},
                   {"tokenizer_sha256", dataset.tokenizer_sha256()},
@@ -161,6 +177,7 @@ int run_impl(const TrainConfig& given) {
   const auto wall_start = Clock::now();
   TrainConfig cfg = given;
   cfg.validate();
+  choose_kernel_set(parse_kernel_set(cfg.kernels));  // before any kernel runs
   Distributed dist = Distributed::from_env(cfg.device);
   dist.bucket_bytes = int64_t(cfg.bucket_mb * double(1 << 20));
   const bool leader = dist.rank == 0;
@@ -242,6 +259,12 @@ int run_impl(const TrainConfig& given) {
       (cfg.zero ? " (ZeRO-" + std::to_string(cfg.zero) + " over " + std::to_string(dist.world) + ")" : std::string()) + ", activations " +
       format_bytes(double(plan.activations_used)) + (cfg.activation_checkpointing ? " (recomputed)" : "") +
       "; peak " + format_bytes(double(plan.peak)));
+  const KernelRecord kernels = current_kernel_record();
+  log("kernels " + describe(kernels));
+  if (const std::string off = fixed_set_deviation(kernels); !off.empty())
+    log("warning: --kernels fixed is not in effect (" + off +
+        "): this run's numbers may differ from another machine's (train re-executes itself with "
+        "OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 unless run in-process or under a wrapper)");
   for (const auto& cap : caps) log("note: " + cap);
   if (cfg.warmup() >= total_steps)
     log("warning: warmup (" + std::to_string(cfg.warmup()) + " steps) is not shorter than the run (" +
@@ -341,11 +364,10 @@ int run_impl(const TrainConfig& given) {
   const double wall = st.wall_before + seconds_since(wall_start);
   if (leader) {
     const int64_t val_tokens = val_windows.defined() ? val_windows.size(0) * seq : 0;
-    write_file_atomic(cfg.out + "/summary.json",
-                      run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
-                                  memory_json(plan, measured), caps)
-                              .dump(2) +
-                          "\n");
+    json summary = run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
+                               memory_json(plan, measured), caps);
+    summary["params_sha256"] = parameters_sha256(model);
+    write_file_atomic(cfg.out + "/summary.json", summary.dump(2) + "\n");
     log("done: " + std::to_string(st.step) + " steps, final train loss " + fmt("%.4f", tail_loss(st.losses).mean) +
         ", validation loss " + fmt("%.4f", val_loss) + ", " + fmt("%.1f", wall) + " s; " + cfg.out + "/summary.json");
   }

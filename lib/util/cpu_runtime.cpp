@@ -53,10 +53,24 @@ std::string best_openblas_coretype() {
   return "";
 }
 
-std::vector<std::pair<std::string, std::string>> environment_corrections() {
+std::vector<std::pair<std::string, std::string>> fixed_library_environment() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {{"OPENBLAS_CORETYPE", "Haswell"}, {"ATEN_CPU_CAPABILITY", "avx2"}};
+#endif
+  return {};
+}
+
+std::vector<std::pair<std::string, std::string>> environment_corrections(bool fixed_libraries) {
   std::vector<std::pair<std::string, std::string>> set;
   const std::string current = blas_core_name(), best = best_openblas_coretype();
-  if (!std::getenv("OPENBLAS_CORETYPE") && !current.empty() && !best.empty() &&
+  const auto fixed = fixed_libraries ? fixed_library_environment() : decltype(fixed_library_environment()){};
+  for (const auto& [name, value] : fixed) {
+    const char* now = std::getenv(name.c_str());
+    if (!now || value != now) set.emplace_back(name, value);
+  }
+  if (fixed.empty() && !std::getenv("OPENBLAS_CORETYPE") && !current.empty() && !best.empty() &&
       coretype_rank(current) < coretype_rank(best)) {
     set.emplace_back("OPENBLAS_CORETYPE", best);
     set.emplace_back(kDetectedCoreVar, current);
@@ -85,8 +99,8 @@ bool self_is_argv0(const char* argv0) {
   return base(buffer) == base(argv0);
 }
 
-void reexec_with_cpu_environment(const char* tool_name, char** argv) {
-  const auto corrections = environment_corrections();
+void reexec_with_cpu_environment(const char* tool_name, char** argv, bool fixed_libraries) {
+  const auto corrections = environment_corrections(fixed_libraries);
   if (corrections.empty()) return;  // nothing to correct, the user chose, or we already re-executed
   if (!self_is_argv0(argv[0])) return;  // under valgrind or ld.so: leave the settings alone
   // Silent: tools keep stderr for progress and errors; blas_description() (in --version,
@@ -107,8 +121,8 @@ void keep_freed_memory_for_reuse() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);        // and never hand the heap top back between steps
 }
 
-void tune_cpu_runtime(const char* tool_name, char** argv) {
-  reexec_with_cpu_environment(tool_name, argv);
+void tune_cpu_runtime(const char* tool_name, char** argv, bool fixed_libraries) {
+  reexec_with_cpu_environment(tool_name, argv, fixed_libraries);
   keep_freed_memory_for_reuse();
 }
 

@@ -12,14 +12,24 @@
 //  - glibc serves every allocation above 32 MiB with a fresh mmap and unmaps it on free,
 //    so each training step page-faults and zeroes its large activations (the logits)
 //    again: a quarter of a small CPU step went to the kernel's page-fault path.
+// And the fixed kernel set (kernels/kernel_set.h) pins both libraries that choose their
+// kernels by CPU, each read once while loading: OPENBLAS_CORETYPE=Haswell (Debian's
+// OpenBLAS is DYNAMIC_ARCH) and ATEN_CPU_CAPABILITY=avx2, on every CPU with AVX2+FMA.
 // The BLAS functions are no-ops when the BLAS is not OpenBLAS (MKL in pip torch).
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace shapelaw {
 
 // Everything a LibTorch tool does first in main(): re-executes with corrected OpenBLAS and
-// OpenMP settings if needed, then keeps freed memory for reuse.
-void tune_cpu_runtime(const char* tool_name, char** argv);
+// OpenMP settings if needed (with fixed_libraries, the fixed set's library settings
+// whatever the environment said), then keeps freed memory for reuse.
+void tune_cpu_runtime(const char* tool_name, char** argv, bool fixed_libraries = true);
+
+// The environment of the fixed kernel set's libraries on this CPU (empty without AVX2+FMA,
+// which cannot run it): {{"OPENBLAS_CORETYPE", "Haswell"}, {"ATEN_CPU_CAPABILITY", "avx2"}}.
+std::vector<std::pair<std::string, std::string>> fixed_library_environment();
 
 // Large blocks come from the heap and stay there after free (no mmap/munmap churn):
 // a step's tensors reuse the previous step's pages. RSS stays at its peak (a trainer's
@@ -34,10 +44,11 @@ std::string blas_core_name();
 std::string best_openblas_coretype();
 
 // If OpenBLAS picked kernels weaker than this CPU supports (and OPENBLAS_CORETYPE is
-// unset), or runs its own pthreads beside OpenMP (and OMP_WAIT_POLICY is unset), sets
-// those variables and re-executes the program (argv unchanged); silent unless exec fails.
+// unset; native only), or runs its own pthreads beside OpenMP (and OMP_WAIT_POLICY is
+// unset), or (fixed_libraries) a fixed-set variable is not the fixed value, sets those
+// variables and re-executes the program (argv unchanged); silent unless exec fails.
 // Returns only when no re-execution is needed or it failed.
-void reexec_with_cpu_environment(const char* tool_name, char** argv);
+void reexec_with_cpu_environment(const char* tool_name, char** argv, bool fixed_libraries = true);
 
 // Sizes OpenBLAS's thread pool (ATen's intra-op threads are set separately).
 void set_blas_threads(int threads);

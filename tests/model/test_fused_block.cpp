@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "model/block_kernels.h"
+#include "kernels/kernel_set.h"
 #include "model/head_loss.h"
 #include "model/model.h"
 #include "model/model_config.h"
@@ -85,7 +85,7 @@ TEST_CASE("fused block: loss and every gradient equal the aten block's to 1e-5, 
     const char *mlp, *norm, *param;
     bool bias;
   };
-  // batches of 3: 3 T rows, a multiple of 4 or not (block_kernels' GEMM or ATen's)
+  // batches of 3: 3 T rows, a multiple of 4 or not (the kernel layer's GEMM or ATen's)
   const Case cases[] = {
       {16, 16, 64, 64, "gelu", "layernorm", "sp", false},          // the micro-study's block
       {12, 4, 16, 7, "gelu", "layernorm", "sp", true},             // 3 heads, odd length, shorter than seq
@@ -93,8 +93,10 @@ TEST_CASE("fused block: loss and every gradient equal the aten block's to 1e-5, 
       {24, 8, 40, 37, "swiglu", "layernorm", "completep", false},  // residual multiplier != 1
       {16, 8, 20, 20, "gelu", "rmsnorm", "completep", true},
   };
-  for (const std::string& kernels : block_kernel_names()) {
-    use_block_kernels(kernels);
+  const Isa chosen = kernel_isa();
+  for (const Isa isa : isas_runnable_here()) {
+    use_isa_for_testing(isa);
+    const std::string kernels = isa_name(isa);
     for (const Case& k : cases) {
       ModelConfig c = shape(k.width, k.head_dim, k.seq);
       c.mlp = k.mlp, c.norm = k.norm, c.param = k.param, c.bias = k.bias;
@@ -104,7 +106,7 @@ TEST_CASE("fused block: loss and every gradient equal the aten block's to 1e-5, 
       check_close(run(c, "fused", false, k.T), run(c, "aten", false, k.T), 1e-5);
     }
   }
-  use_block_kernels(block_kernel_names().front());
+  use_isa_for_testing(chosen);
 }
 
 TEST_CASE("fused block: the micro-study's block on two threads") {

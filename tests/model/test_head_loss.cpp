@@ -2,15 +2,11 @@
 // composition: same loss, same gradients, same dispatch rules.
 #include "catch.h"
 
-#include <algorithm>
-#include <cmath>
-#include <random>
-#include <vector>
 
 #include <torch/torch.h>
 
+#include "kernels/kernel_set.h"
 #include "model/head_loss.h"
-#include "model/softmax_rows.h"
 
 using namespace shapelaw;
 
@@ -59,33 +55,23 @@ TEST_CASE("fused head cross-entropy is used only where it applies") {
   CHECK(plain64.grad_fn()->name().find("Fused") == std::string::npos);
 }
 
-TEST_CASE("softmax rows: every kernel this CPU runs matches a double-precision softmax") {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const auto& kernel : softmax_rows_kernels()) {
-    // widths around the vector lengths (tails), large spreads (underflow to 0), a row of equal logits
-    for (int64_t vocab : {1, 3, 15, 16, 17, 33, 1000}) {
-      const int64_t rows = 5;
-      std::vector<float> logits(size_t(rows * vocab)), log_normalizer(rows);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < vocab; ++j) logits[size_t(r * vocab + j)] = r == 4 ? 2.5f : normal(rng) * float(5 * r + 1);
-      const std::vector<float> original = logits;
-      kernel.run(logits.data(), rows, vocab, 0.5f, log_normalizer.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* x = original.data() + r * vocab;
-        const double max = *std::max_element(x, x + vocab);
-        double sum = 0;
-        for (int64_t j = 0; j < vocab; ++j) sum += std::exp(double(x[j]) - max);
-        INFO(kernel.name << " vocab " << vocab << " row " << r);
-        CHECK(log_normalizer[size_t(r)] == Approx(max + std::log(sum)).epsilon(1e-6).margin(1e-6));
-        double worst = 0;
-        for (int64_t j = 0; j < vocab; ++j) {
-          const double want = 0.5 * std::exp(double(x[j]) - max) / sum;
-          worst = std::max(worst, std::abs(logits[size_t(r * vocab + j)] - want) / std::max(want, 1e-30));
-        }
-        CHECK(worst < 1e-5);
-      }
+TEST_CASE("fused head: which path a width takes is the same whichever kernel body runs") {
+  const Isa chosen = kernel_isa();
+  std::vector<std::string> first;
+  for (const Isa isa : isas_runnable_here()) {
+    use_isa_for_testing(isa);
+    std::vector<std::string> paths;
+    for (int64_t width : {8, 16, 24, 32, 48, 64}) {
+      auto h = torch::randn({8, width}).requires_grad_(true), w = torch::randn({40, width}).requires_grad_(true);
+      auto y = torch::randint(0, 40, {8}, torch::kLong);
+      paths.push_back(head_cross_entropy(h, w, y, /*small_width=*/true).grad_fn()->name());
     }
+    INFO(isa_name(isa) << " body");
+    CHECK(paths[1].find("SmallWidthHead") != std::string::npos);   // 16
+    CHECK(paths[3].find("SmallWidthHead") != std::string::npos);   // 32
+    CHECK(paths[5].find("FusedHeadCrossEntropy") != std::string::npos);  // 64, as on AVX2 before
+    if (first.empty()) first = paths;
+    CHECK(paths == first);
   }
-  CHECK(std::string(softmax_rows_kernels().back().name) == "portable");
+  use_isa_for_testing(chosen);
 }

@@ -183,6 +183,9 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
         params += m.at("param_names").size();
     CHECK(count_rows(study + "/report/params.csv") == int(params));
   }
+  // the kernel set: in every run's stamp and record, and in the report
+  CHECK_THAT(test::read_text(study + "/runs/w32-d3/train.args"), Catch::Contains("--kernels fixed"));
+  CHECK_THAT(readme, Catch::Contains("- kernels: fixed (avx2 kernels") || Catch::Contains("- kernels: fixed (portable"));
   // Three runs leave AICc undefined: the report says so instead of naming a law.
   CHECK_THAT(readme, Catch::Contains("no law is selected"));
   CHECK_THAT(readme, !Catch::Contains("\n# "));  // included documents are nested, not top level

@@ -480,11 +480,18 @@ TEST_CASE("train --version names the LibTorch and the BLAS kernels it runs with"
   CHECK_THAT(version.output, Catch::Contains("LibTorch "));
   CHECK_THAT(version.output, Catch::Contains("BLAS: "));
   CHECK_THAT(version.output, Catch::Contains("data parallel: "));
+  CHECK_THAT(version.output, Catch::Contains("kernels: fixed: "));
   // Debian's OpenBLAS 0.3.21 takes newer Xeons for "Prescott"; train must re-run itself
   // with the kernels this CPU supports, and say so.
-  auto forced = run("OPENBLAS_CORETYPE=Prescott " + bin("train") + " --version");
+  auto forced = run("OPENBLAS_CORETYPE=Prescott " + bin("train") + " --kernels native --version");
   if (version.output.find("BLAS: OpenBLAS ") != std::string::npos) {
-    CHECK_THAT(forced.output, Catch::Contains("BLAS: OpenBLAS Prescott"));  // the user's choice stands
+    CHECK_THAT(forced.output, Catch::Contains("BLAS: OpenBLAS Prescott"));  // native: the user's choice stands
+#if defined(__x86_64__)
+    // fixed (the default): OpenBLAS's Haswell kernels whatever the environment says
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      CHECK_THAT(run("OPENBLAS_CORETYPE=Prescott " + bin("train") + " --version").output,
+                 Catch::Contains("BLAS: OpenBLAS Haswell"));
+#endif
     auto active = run("OMP_WAIT_POLICY=ACTIVE " + bin("train") + " --version");
     CHECK_THAT(active.output, Catch::Contains("OMP_WAIT_POLICY=ACTIVE"));
 #if defined(__x86_64__)
@@ -823,4 +830,51 @@ TEST_CASE("train: extending a finished run is refused, saying why and what to do
   auto other = run(base_args(out) + " --steps 6 --lr 1e-3");
   CHECK(other.exit_code == 1);
   CHECK_THAT(other.output, Catch::Contains("the configuration differs"));
+}
+
+TEST_CASE("train --kernels fixed: on this CPU the bits an AVX2 machine computes natively; native is recorded apart") {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    WARN("this CPU has no AVX2+FMA: it cannot run the fixed kernel set; skipped");
+    return;
+  }
+#endif
+  TempDir dir;
+  const std::string opts = " --steps 12 --width 64 --block-impl fused --checkpoint-every 0";
+  auto train = [&](const std::string& env, const std::string& name, const std::string& flags) {
+    auto r = run(env + " " + base_args(dir.path() + "/" + name) + opts + flags);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(read_file(dir.path() + "/" + name + "/summary.json"));
+  };
+  const json fixed = train("", "fixed", "");
+  // an AVX2 machine, natively: each library's own CPU choice capped at AVX2 (as its
+  // environment variable does), the kernel layer's by SHAPELAW_CPU_CAPABILITY
+  const json avx2_machine = train("OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 SHAPELAW_CPU_CAPABILITY=avx2",
+                                  "avx2-machine", " --kernels native");
+  // fixed whatever this machine's environment asks for
+  const json fixed_env = train("OPENBLAS_CORETYPE=Prescott ATEN_CPU_CAPABILITY=default SHAPELAW_CPU_CAPABILITY=portable",
+                               "fixed-env", "");
+  const json native = train("", "native", " --kernels native");
+  CHECK(fixed["kernels"]["set"] == "fixed");
+  CHECK(fixed["kernels"]["isa"] == "avx2");
+  CHECK(fixed["kernels"]["aten_capability"] == "avx2");
+  if (!fixed["kernels"]["blas_core"].get<std::string>().empty()) CHECK(fixed["kernels"]["blas_core"] == "Haswell");
+  CHECK(fixed["config"]["kernels"] == "fixed");
+  CHECK(avx2_machine["kernels"]["set"] == "native");
+  CHECK(avx2_machine["kernels"]["isa"] == "avx2");
+  CHECK(fixed["params_sha256"] == avx2_machine["params_sha256"]);
+  CHECK(fixed["final_val_loss"] == avx2_machine["final_val_loss"]);
+  CHECK(fixed["params_sha256"] == fixed_env["params_sha256"]);
+  CHECK(native["kernels"]["set"] == "native");
+  CHECK(native["binding_config"]["kernels"] == "native");
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) {
+    // the AVX-512 machine's native path: other kernels, other bits (so the fixed set is not vacuous)
+    CHECK(native["kernels"]["isa"] == "avx512");
+    CHECK(native["params_sha256"] != fixed["params_sha256"]);
+  } else {
+    WARN("this CPU has no AVX-512: the native run is the AVX2 body too");
+  }
+#endif
 }

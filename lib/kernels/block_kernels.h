@@ -4,15 +4,14 @@
 // small GEMMs of the projections. At head dim 16 and
 // seq 64 a batched GEMM spends more on packing and dispatch than on arithmetic, and the
 // ATen form takes a dozen ops (RoPE, cat, baddbmm, softmax, bmm, transposes) each way.
-// Torch-free; AVX2+FMA when the CPU has it (chosen at run time), a portable loop otherwise.
+// Torch-free; the body is the process's one choice (kernels/kernel_set.h): AVX2+FMA by
+// default, AVX-512 with --kernels native where the CPU has it, a portable loop otherwise.
 //
 // Layout, for each of `sequences` consecutive sequences: qkv rows [T, 3W] (q | k | v, each H heads of d), before RoPE;
 // cos/sin the full-width rotate-half tables [T, d] (model.cpp's rope_full_tables); y rows
 // [T, W], lse [H, T]. The forward pass keeps only lse (log-sum-exp of each score row, [T] per head):
 // backward recomputes the probabilities from q, k and lse instead of storing [T, T].
 #include <cstdint>
-#include <string>
-#include <vector>
 
 namespace shapelaw {
 
@@ -61,13 +60,10 @@ struct Gemm {
   float alpha;
   const float *base, *bias;
 };
-bool gemm_fits(int64_t M, int64_t N);  // M a multiple of 4, N of 16
+// The tile is 4 rows by 16 columns in every body (2 vectors of AVX2, 1 of AVX-512, 4 of
+// SSE), so which products take this GEMM does not depend on the instruction set.
+constexpr int64_t kGemmRows = 4, kGemmColumns = 16;
+constexpr bool gemm_fits(int64_t M, int64_t N) { return M % kGemmRows == 0 && N % kGemmColumns == 0; }
 void gemm(const Gemm& g);
-
-// "avx2" or "portable": the kernels the functions above run (the best this CPU has).
-const char* block_kernels_name();
-// For tests: every kernel set this CPU runs, and switching to one (not thread-safe).
-std::vector<std::string> block_kernel_names();
-void use_block_kernels(const std::string& name);
 
 }  // namespace shapelaw

@@ -4,11 +4,11 @@
 //   log_normalizer[r] = log sum_j exp(logits[r, j])
 //   logits[r, :]      = scale * softmax(logits[r, :])          (in place)
 // Three passes per row (max; exp and sum; scale) while the row sits in L1, so the
-// logits stream through memory once. AVX-512 or AVX2+FMA when the CPU has them (chosen
-// at run time), a portable SSE2 loop otherwise; exp is a Cephes-style polynomial with
-// relative error below 2e-7 (0 below e^-87, where float softmax is 0 anyway).
+// logits stream through memory once. The body is the process's one choice
+// (kernels/kernel_set.h: AVX2+FMA by default, AVX-512 with --kernels native, a portable
+// SSE2 loop); exp is a Cephes-style polynomial with relative error below 2e-7 (0 below
+// e^-87, where float softmax is 0 anyway).
 #include <cstdint>
-#include <vector>
 
 namespace shapelaw {
 
@@ -19,8 +19,9 @@ void softmax_rows_in_place(float* logits, int64_t rows, int64_t vocab, float sca
 //   dh[i] = g_i U (written),  dweight += g_i^T h_i (accumulated)
 // At W = 16 the three head GEMMs (K = 16, N = 16) run far below the BLAS's peak and the
 // [N, V] gradient is written to memory and read back twice; here it stays in a 4-row
-// scratch. The rows' order fixes dweight's rounding. Returns false (nothing done) unless
-// the width is 1, 2 or 4 vectors of the kernel.
+// scratch. The rows' order fixes dweight's rounding. Only where head_rows_supported: the
+// widths are the same for every body (16 is 2 vectors of AVX2, 1 of AVX-512, 4 of SSE);
+// at 64 the accumulators of AVX2 no longer fit in its registers.
 struct HeadRows {
   const float *h, *weight, *weightT;  // [rows, W], U [V, W], U^T [W, V]
   const int64_t* targets;
@@ -28,15 +29,7 @@ struct HeadRows {
   float scale;
   float *loss, *dh, *dweight;  // [rows], [rows, W], [V, W]
 };
-bool head_rows(const HeadRows& a);
-bool head_rows_supported(int64_t width);
-
-struct SoftmaxRowsKernel {
-  const char* name;  // "avx512", "avx2" or "portable"
-  void (*run)(float* logits, int64_t rows, int64_t vocab, float scale, float* log_normalizer);
-  bool (*head)(const HeadRows& a, float* scratch);  // scratch: 4 V floats
-};
-// The kernels this CPU can run, best first; softmax_rows_in_place uses the first.
-const std::vector<SoftmaxRowsKernel>& softmax_rows_kernels();
+constexpr bool head_rows_supported(int64_t width) { return width == 16 || width == 32; }
+void head_rows(const HeadRows& a);  // throws Error where !head_rows_supported(a.width)
 
 }  // namespace shapelaw
