@@ -42,6 +42,7 @@ struct TrainConfig {
   int64_t log_every = 10;         // progress line on stderr
   int64_t checkpoint_every = 1000;
   int keep_checkpoints = 3;
+  double divergence_factor = 2;   // stop when the loss exceeds this x max(first loss, ln vocab) (0: non-finite only)
   bool resume = false;            // require a checkpoint to resume from
   std::vector<int64_t> probe_steps;  // steps (1-based) whose per-layer grad norms go to grad_norms.csv
   // execution
@@ -54,7 +55,7 @@ struct TrainConfig {
   double bucket_mb = 25;          // MiB per bucket of the data-parallel collectives
   bool activation_checkpointing = false;  // recompute each block in backward (model/recompute.h)
   // testing hooks: SIGKILL self at this step, "step" (after the step) or "checkpoint"
-  // (inside the checkpoint write, before its rename)
+  // (inside the checkpoint write, before its rename); "sigterm": SIGTERM self after the step
   int64_t debug_kill_at_step = 0;
   std::string debug_kill_phase = "step";
 
@@ -117,6 +118,11 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"checkpoint_every", "--checkpoint-every", "steps between checkpoints (0: end only)", false, true},
     c.checkpoint_every);
   f(OptionInfo{"keep_checkpoints", "--keep-checkpoints", "complete checkpoints kept", false, true}, c.keep_checkpoints);
+  f(OptionInfo{"divergence_factor", "--divergence-factor",
+               "stop as diverged when the train loss exceeds this x max(first loss, ln vocab), keeping only "
+               "checkpoints whose next step was below it (0: stop on non-finite values only)",
+               false, true},
+    c.divergence_factor);
   f(OptionInfo{"resume", "--resume", "require a checkpoint to continue from (rerunning resumes anyway)", false, false},
     c.resume);
   f(OptionInfo{"probe_steps", "--probe-steps", "steps whose per-layer gradient norms go to grad_norms.csv", false,
