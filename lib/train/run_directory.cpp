@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "records/versioned_json.h"
+#include "train/checkpoint.h"
 #include "train/checkpointer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -27,7 +28,8 @@ void check_run_directory(const std::string& out, const std::string& data_directo
   if (fs::exists(fs::path(out) / "manifest.json"))
     throw Error("--out " + out + " is a shard directory (it has a manifest.json): give the run its own directory");
   const std::string summary_path = out + "/summary.json";
-  if (!fs::exists(summary_path)) return;
+  // With checkpoints the resume check decides (and explains a changed run length).
+  if (!fs::exists(summary_path) || !list_checkpoints(out).empty()) return;
   json summary;
   try {
     summary = records::read_versioned_json(summary_path, "shapelaw.summary", 1);
