@@ -303,3 +303,24 @@ TEST_CASE("train: option values that are not numbers or out of range are refused
   json s = json::parse(read_file(out + "/summary.json"));
   CHECK(s["config"]["data"] == fs::path(dataset()).lexically_normal().string());
 }
+
+TEST_CASE("train: a run that reads its train split more than once says so, in the log and in summary.json") {
+  // before: repeated epochs were silent
+  TempDir tmp;
+  const std::string out = tmp.path() + "/long", short_out = tmp.path() + "/short";
+  auto r = run(base_args(out) + " --steps 240 --checkpoint-every 0");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("train split") != std::string::npos);
+  CHECK(r.output.find("times over: the data repeats") != std::string::npos);
+  CHECK(r.output.find("note: the train split is read again from step ") != std::string::npos);
+  json s = json::parse(read_file(out + "/summary.json"));
+  CHECK(s["train_epochs"].get<double>() > 1);
+  bool stated = false;
+  for (auto& cap : s["caps"]) stated |= cap.get<std::string>().find("was read") != std::string::npos;
+  CHECK(stated);
+  REQUIRE(run(base_args(short_out) + " --steps 3").exit_code == 0);
+  json t = json::parse(read_file(short_out + "/summary.json"));
+  CHECK(t["train_epochs"].get<double>() < 1);
+  CHECK(t["caps"].dump().find("was read") == std::string::npos);
+}
