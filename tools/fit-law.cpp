@@ -165,6 +165,10 @@ int main(int argc, char** argv) {
     app.add_option("--holdout", o.holdout, "fraction of rows with the largest N held out by the extrapolation check (0: off)")->capture_default_str()
         ->check(CLI::Range(0.0, 0.9));
     app.add_flag("--no-loo", no_loo, "skip leave-one-out cross-validation");
+    app.add_option("--loo-max-groups", o.loo_max_groups,
+                   "above this many groups (rows, without --group), leave-one-out refits a seeded random sample of "
+                   "this many, each exactly, and says so (0: every group; the cost is groups x rows)")
+        ->capture_default_str()->check(CLI::NonNegativeNumber);
     bool no_profile = false;
     app.add_flag("--no-profile", no_profile, "skip profile-likelihood CIs of the nonlinear parameters");
     app.add_option("--n", o.n_source, "parameter count N: auto (a column mapped with --col params_nonembedding= or "

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <cstdio>
 #include <set>
 
 #include "audit/numbers.h"
@@ -127,6 +128,13 @@ ModelEntry model_from_hf_config(const json& root, const std::string& path, const
   if (!gated && !kPlainTypes.count(model_type)) gated = act == "silu" || act == "swiglu";
   if (gated) a.mlp = act.find("gelu") != std::string::npos ? Mlp::geglu : Mlp::swiglu;
   else a.mlp = Mlp::gelu;
+  // An unknown family's MLP is guessed from the activation; a gated MLP has three matrices,
+  // a plain one two, so a wrong guess moves the count by about a quarter: said, not silent.
+  if (!kGatedTypes.count(model_type) && !kPlainTypes.count(model_type))
+    std::fprintf(stderr,
+                 "audit: warning: %s: model_type '%s' is not a family audit knows: its MLP is taken as %s from the "
+                 "activation '%s' (a gated MLP has 3 matrices, a plain one 2: check the parameter count)\n",
+                 path.c_str(), model_type.c_str(), gated ? "gated" : "plain (2 matrices)", act.c_str());
   if (a.ffn == 0 && gated && !r.has("moe_intermediate_size"))
     r.fail("intermediate_size", "missing (a gated MLP has no default hidden size)");
 

@@ -1,5 +1,6 @@
 #include "audit/model_table.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "util/csv.h"
@@ -127,8 +128,26 @@ std::vector<ModelEntry> load_models_csv(const std::string& path, bool keep_going
 std::vector<ModelEntry> load_models(const std::vector<std::string>& inputs, bool keep_going,
                                     std::vector<std::string>* errors) {
   namespace fs = std::filesystem;
-  std::vector<ModelEntry> all;
+  // A directory is walked: its own config.json or summary.json, else every one below it
+  // (sorted, so the order of the report does not depend on the file system).
+  std::vector<std::string> expanded;
   for (const auto& input : inputs) {
+    fs::path dir(input);
+    if (!fs::is_directory(dir) || fs::exists(dir / "config.json") || fs::exists(dir / "summary.json")) {
+      expanded.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (auto& e : fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_regular_file() && (name == "config.json" || name == "summary.json")) found.push_back(e.path().string());
+    }
+    std::sort(found.begin(), found.end());
+    if (found.empty()) found.push_back(input);  // reported below as "no such file …/config.json"
+    expanded.insert(expanded.end(), found.begin(), found.end());
+  }
+  std::vector<ModelEntry> all;
+  for (const auto& input : expanded) {
     try {
       std::string path = input;
       if (fs::is_directory(path)) {

@@ -27,7 +27,7 @@ bool parse_int(const std::string& text, int64_t& out) {
 
 bool parse_double(const std::string& text, double& out) {
   std::string t = trim(text);
-  if (t.empty()) return false;
+  if (!is_decimal_text(t)) return false;
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(t.c_str(), &end);

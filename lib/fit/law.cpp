@@ -1,4 +1,5 @@
 #include "fit/law.h"
+#include "fit/loo.h"
 
 #include <algorithm>
 #include <chrono>
@@ -332,8 +333,8 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
     // still run: they evaluate it out of sample, which is the same evaluation)
     const bool evaluated = m.n_free() == 0;
     if (opt.bootstrap > 0 && !evaluated) boot = bootstrap(m, pts, groups, fr, opt.fit, opt.bootstrap, opt.seed);
-    std::vector<double> loo;
-    if (opt.loo) loo = leave_one_out(m, pts, groups, fr, opt.fit);
+    LeaveOneOut loo;
+    if (opt.loo) loo = leave_one_out(m, pts, groups, fr, opt.fit, size_t(opt.loo_max_groups), opt.seed, name);
     Extrapolation ex = opt.holdout > 0 ? extrapolate(m, pts, opt.fit, opt.holdout) : Extrapolation{};
 
     json mj;
@@ -440,14 +441,7 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
     json metrics = {{"n", met.n}, {"k", met.k}, {"objective", met.objective}, {"rss_fit_space", met.rss},
                     {"r2", num(met.r2)}, {"rmse", num(met.rmse)}, {"aic", num(met.aic)},
                     {"aicc", num(met.aicc)}, {"bic", num(met.bic)}};
-    if (opt.loo) {
-      double ss = 0;
-      int cnt = 0;
-      for (size_t i = 0; i < n; ++i)
-        if (std::isfinite(loo[i])) { ss += (loo[i] - obs[i]) * (loo[i] - obs[i]); ++cnt; }
-      metrics["loo_rmse"] = cnt ? num(std::sqrt(ss / cnt)) : json(nullptr);
-      metrics["loo_failed"] = (int)n - cnt;
-    }
+    if (opt.loo) loo.add_metrics(obs, metrics, mj["notes"]);
     mj["metrics"] = metrics;
     if (pe.df > 0) {
       // a parameter pinned at a bound gives the law no freedom: it does not use up a degree

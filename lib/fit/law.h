@@ -24,6 +24,7 @@ struct LawOptions {
   std::vector<double> dcrit_widths = {256, 512, 1024, 1536, 2048, 2896, 4096, 8192, 12288, 18432};
   double holdout = 0.2;  // fraction of rows (largest N) held out by the extrapolation check
   bool loo = true;
+  int loo_max_groups = 200;  // above it, LOO leaves out a seeded sample of this many groups (0: all; fit/loo.h)
   bool profile = true;  // profile-likelihood CIs of the nonlinear parameters
   OptimalOptions optimal;
   int optimal_draws = 200;  // bootstrap draws carried through the compute-optimal search

@@ -17,10 +17,9 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-namespace {
 // Restarts for resampled fits: the full-data optimum, plus other distinct local optima
 // whose objective is within 10% of it (a resample may prefer a nearby basin).
-std::vector<Eigen::VectorXd> restarts(const FitResult& full) {
+std::vector<Eigen::VectorXd> resample_starts(const FitResult& full) {
   std::vector<Eigen::VectorXd> s;
   if (full.optima_params.empty()) return {full.p};
   for (size_t q = 0; q < full.optima_params.size(); ++q)
@@ -35,7 +34,6 @@ std::vector<std::vector<int>> members_by_group(const std::vector<int>& groups) {
   for (auto& [g, v] : by) out.push_back(v);
   return out;
 }
-}  // namespace
 
 BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const std::vector<int>& groups,
                           const FitResult& full, const FitOptions& o, int B, uint64_t seed) {
@@ -47,7 +45,7 @@ BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const s
   std::vector<int> status(B, 0);  // 0 ok, 1 failed, 2 not converged (kept)
   FitOptions inner = o;
   inner.threads = 1;
-  std::vector<Eigen::VectorXd> starts = restarts(full);
+  std::vector<Eigen::VectorXd> starts = resample_starts(full);
   parallel_for(B, o.threads, [&](size_t b) {
     std::mt19937_64 rng(splitmix64(seed ^ splitmix64(b + 1)));
     std::uniform_int_distribution<size_t> pick(0, G - 1);
@@ -69,27 +67,6 @@ BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const s
     br.draws.push_back(draws[b]);
   }
   return br;
-}
-
-std::vector<double> leave_one_out(const Model& m, const std::vector<Point>& pts, const std::vector<int>& groups,
-                                  const FitResult& full, const FitOptions& o) {
-  auto members = members_by_group(groups);
-  std::vector<double> pred(pts.size(), std::numeric_limits<double>::quiet_NaN());
-  FitOptions inner = o;
-  inner.threads = 1;
-  std::vector<Eigen::VectorXd> starts = restarts(full);
-  parallel_for(members.size(), o.threads, [&](size_t g) {
-    std::vector<char> out(pts.size(), 0);
-    for (int i : members[g]) out[i] = 1;
-    std::vector<Point> train;
-    for (size_t i = 0; i < pts.size(); ++i)
-      if (!out[i]) train.push_back(pts[i]);
-    if ((int)train.size() <= m.n_free()) return;
-    LMResult r = refit(m, train, starts, inner);
-    if (!std::isfinite(r.objective)) return;
-    for (int i : members[g]) pred[i] = m.predict(pts[i], r.p);
-  });
-  return pred;
 }
 
 Extrapolation extrapolate(const Model& m, const std::vector<Point>& pts, const FitOptions& o, double holdout) {

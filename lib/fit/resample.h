@@ -1,6 +1,6 @@
 #pragma once
 // Refits on perturbed data: case bootstrap (by group when groups are given),
-// leave-one-out (leave-one-group-out), and fit-small-predict-large extrapolation.
+// and fit-small-predict-large extrapolation (leave-one-out: fit/loo.h).
 // Every bootstrap draw b uses its own generator seeded from (seed, b), so results
 // do not depend on the number of threads.
 #include <cstdint>
@@ -20,9 +20,13 @@ struct BootstrapResult {
 BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const std::vector<int>& groups,
                           const FitResult& full, const FitOptions& o, int B, uint64_t seed);
 
-// Prediction for every point from a fit without its group (NaN where the refit failed).
-std::vector<double> leave_one_out(const Model& m, const std::vector<Point>& pts, const std::vector<int>& groups,
-                                  const FitResult& full, const FitOptions& o);
+// Leave-one-out (leave-one-group-out): fit/loo.h.
+
+// Starts of a refit on resampled data: the full-data optimum, plus the other local optima
+// within 10% of its objective.
+std::vector<Eigen::VectorXd> resample_starts(const FitResult& full);
+// Row indices of each group, groups in ascending id order.
+std::vector<std::vector<int>> members_by_group(const std::vector<int>& groups);
 
 struct Extrapolation {
   bool done = false;

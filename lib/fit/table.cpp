@@ -16,6 +16,7 @@
 #include "records/run_summary.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace shapelaw::fit {
 namespace fs = std::filesystem;
@@ -49,7 +50,7 @@ bool parse_number(const std::string& text, double& out) {
   size_t start = 0;
   while (start < t.size() && std::isspace(static_cast<unsigned char>(t[start]))) ++start;
   t = t.substr(start);
-  if (t.empty()) return false;
+  if (!is_decimal_text(t)) return false;  // "0x10" is not a loss
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(t.c_str(), &end);

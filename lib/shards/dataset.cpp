@@ -72,10 +72,24 @@ TokenDataset TokenDataset::open(const std::string& path) {
       throw Error(located(manifest_path, 0, std::string("missing field '") + key + "'"));
     return object.at(key);
   };
+  // numbers are checked to be numbers: "token_width": "two" is named, not a JSON type error
+  auto count = [&](const nlohmann::json& object, const char* key, const std::string& where) -> uint64_t {
+    const auto& v = field(object, key);
+    if (!v.is_number_unsigned())
+      throw Error(located(manifest_path, 0, "field '" + where + key + "': expected a non-negative integer, got " +
+                                                v.dump()));
+    return v.get<uint64_t>();
+  };
   field(m, "version");  // required here (check_versioned accepts a record without one)
   const auto& tokenizer = field(m, "tokenizer");
-  uint32_t vocab = field(tokenizer, "vocab_size").get<uint32_t>();
-  uint32_t eos = field(tokenizer, "eos_id").get<uint32_t>();
+  const uint32_t vocab = uint32_t(count(tokenizer, "vocab_size", "tokenizer."));
+  const uint32_t eos = uint32_t(count(tokenizer, "eos_id", "tokenizer."));
+  if (m.contains("token_width")) {
+    const uint64_t width = count(m, "token_width", "");
+    if (width != 2 && width != 4)
+      throw Error(located(manifest_path, 0, "field 'token_width': expected 2 or 4 (bytes per token), got " +
+                                                std::to_string(width)));
+  }
   for (const auto& [name, split] : field(m, "splits").items()) {
     std::vector<std::shared_ptr<ShardFile>> shards;
     for (const auto& entry : field(split, "shards")) {
@@ -83,13 +97,18 @@ TokenDataset TokenDataset::open(const std::string& path) {
       auto shard = std::make_shared<ShardFile>(file);
       if (shard->header().vocab_size != vocab || shard->header().eos_id != eos)
         throw Error(located(file, 0, "vocabulary or EOS id differs from the manifest"));
-      if (shard->num_tokens() != field(entry, "tokens").get<uint64_t>())
+      if (shard->num_tokens() != count(entry, "tokens", "splits." + name + ".shards[]."))
         throw Error(located(file, 0, "token count differs from the manifest (shard replaced or rewritten?)"));
       shards.push_back(std::move(shard));
     }
     dataset.splits_.push_back(std::make_shared<TokenSplit>(name, std::move(shards)));
   }
   return dataset;
+}
+
+int TokenDataset::token_width() const {
+  if (manifest_.contains("token_width")) return manifest_.at("token_width").get<int>();
+  return vocab_size() <= 65536 ? 2 : 4;  // what the writer chooses
 }
 
 std::string TokenDataset::tokenizer_sha256() const {

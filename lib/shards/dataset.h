@@ -51,7 +51,8 @@ class TokenDataset {
   const nlohmann::json& manifest() const { return manifest_; }
   const std::string& directory() const { return directory_; }
   std::string manifest_sha256() const { return manifest_sha256_; }
-  std::string tokenizer_sha256() const;  // recorded hash of the tokenizer (tokenizer/tokenizer.h)
+  std::string tokenizer_sha256() const;
+  int token_width() const;  // bytes per stored token (2 or 4), checked when opened  // recorded hash of the tokenizer (tokenizer/tokenizer.h)
   TokenizerInfo tokenizer() const;       // everything the manifest records of it
   uint32_t vocab_size() const;
   uint32_t eos_id() const;

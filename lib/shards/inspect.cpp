@@ -13,7 +13,7 @@ namespace shapelaw {
 nlohmann::json inspect_shards(const std::string& directory) {
   TokenDataset dataset = TokenDataset::open(directory);
   const auto& m = dataset.manifest();
-  int width = m.at("token_width").get<int>();
+  const int width = dataset.token_width();
   nlohmann::json out = {{"directory", dataset.directory()},
                         {"manifest_sha256", dataset.manifest_sha256()},
                         {"tokenizer", m.at("tokenizer")},
@@ -72,7 +72,9 @@ VerifyResult verify_shards(const std::string& directory, bool quiet) {
   TokenDataset dataset = TokenDataset::open(directory);
   VerifyResult result;
   Progress progress("shard verify", quiet);
+  const std::string manifest_path = dataset.directory() + "/manifest.json";
   for (const auto& [name, split] : dataset.manifest().at("splits").items()) {
+    uint64_t split_tokens = 0, split_documents = 0;
     for (const auto& entry : split.at("shards")) {
       std::string path = dataset.directory() + "/" + entry.at("file").get<std::string>();
       std::string actual = sha256_file_hex(path);
@@ -88,11 +90,28 @@ VerifyResult verify_shards(const std::string& directory, bool quiet) {
           throw Error(located(path, 0, "document " + std::to_string(d) + " does not end with EOS at token " +
                                            std::to_string(end - 1)));
       }
+      // the manifest's counts against the shard's own trailer
+      auto counted = [&](const char* key, uint64_t actual_value) {
+        if (!entry.contains(key) || !entry.at(key).is_number_unsigned() || entry.at(key).get<uint64_t>() != actual_value)
+          throw Error(located(manifest_path, 0, "splits." + name + ": " + entry.at("file").get<std::string>() + ": '" +
+                                                    key + "' is " + (entry.contains(key) ? entry.at(key).dump() : "missing") +
+                                                    ", the shard has " + std::to_string(actual_value)));
+      };
+      counted("tokens", shard.num_tokens());
+      counted("documents", shard.num_documents());
+      counted("bytes", shard.file_size());
+      split_tokens += shard.num_tokens();
+      split_documents += shard.num_documents();
       ++result.shards;
       result.tokens += shard.num_tokens();
       result.bytes += shard.file_size();
       progress.update(result.bytes, 0, result.shards, "shards");
     }
+    for (auto [key, total] : {std::pair<const char*, uint64_t>{"tokens", split_tokens}, {"documents", split_documents}})
+      if (!split.contains(key) || !split.at(key).is_number_unsigned() || split.at(key).get<uint64_t>() != total)
+        throw Error(located(manifest_path, 0, "splits." + name + "." + key + " is " +
+                                                  (split.contains(key) ? split.at(key).dump() : "missing") +
+                                                  ", its shards hold " + std::to_string(total)));
   }
   progress.finish(result.bytes, result.shards, "shards");
   return result;

@@ -174,8 +174,25 @@ ShardSetWriter::ShardSetWriter(std::string directory, TokenizerInfo tokenizer, S
   if (impl_->tokenizer.vocab_size == 0) throw Error("vocabulary size must be positive");
   make_directories(impl_->directory);
   // The manifest is written last; removing an old one first means a directory
-  // being rewritten never presents old metadata over new shard files.
-  std::filesystem::remove(impl_->directory + "/manifest.json");
+  // being rewritten never presents old metadata over new shard files. The old set's
+  // shard files go too (a smaller new set would leave them behind, stale), said once.
+  const bool had_manifest = std::filesystem::remove(impl_->directory + "/manifest.json");
+  size_t stale = 0;
+  for (auto& entry : std::filesystem::directory_iterator(impl_->directory)) {
+    const std::string name = entry.path().filename().string();
+    for (const char* split : kSplitNames) {
+      const std::string prefix = std::string(split) + "-";
+      if (name.size() == prefix.size() + 11 && name.rfind(prefix, 0) == 0 &&
+          name.compare(name.size() - 6, 6, ".shard") == 0 &&
+          name.find_first_not_of("0123456789", prefix.size()) == name.size() - 6) {
+        std::filesystem::remove(entry.path());
+        ++stale;
+      }
+    }
+  }
+  if (had_manifest || stale > 0)
+    std::fprintf(stderr, "shard: note: %s already held a shard set: replaced (%zu old shard files removed)\n",
+                 impl_->directory.c_str(), stale);
   Header header;
   header.token_width = impl_->tokenizer.vocab_size <= 65536 ? 2 : 4;
   header.vocab_size = impl_->tokenizer.vocab_size;

@@ -6,13 +6,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include "compat/torch_compat.h"
 #include "records/versioned_json.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_save.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace shapelaw {
 namespace {
@@ -31,16 +35,6 @@ std::string checkpoint_name(int64_t step) {
   char name[64];
   std::snprintf(name, sizeof name, "step_%012lld", (long long)step);
   return name;
-}
-
-template <typename T>
-void torch_save(const T& value, const std::string& path) {
-  try {
-    torch::save(value, path);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": cannot write checkpoint file: " + e.what_without_backtrace());
-  }
-  fsync_path(path);
 }
 
 }  // namespace
@@ -80,11 +74,32 @@ std::vector<std::pair<int64_t, std::string>> Checkpointer::complete() const {
   return found;
 }
 
-bool Checkpointer::resume(Transformer& model, Optimizer& optimizer, const torch::Device& device, const RunIdentity& id,
-                          TrainState& st) const {
+std::string Checkpointer::resume(Transformer& model, Optimizer& optimizer, const torch::Device& device,
+                                 const RunIdentity& id, TrainState& st,
+                                 const std::function<void(const std::string&)>& warn) const {
   auto ckpts = complete();
-  if (ckpts.empty()) return false;
-  const std::string dir = ckpts.back().second;
+  if (ckpts.empty()) return "";
+  // The newest checkpoint whose files match their checksums; a damaged one is moved aside
+  // (damaged-step_N, kept for inspection) so that no later run or reader picks it up.
+  // Every rank checks the same files and so takes the same one.
+  std::string dir;
+  for (auto it = ckpts.rbegin(); it != ckpts.rend() && dir.empty(); ++it) {
+    const std::string why = verify_checkpoint_files(it->second);
+    if (why.empty()) {
+      dir = it->second;
+      continue;
+    }
+    std::string next = std::next(it) == ckpts.rend() ? std::string("none left") : std::next(it)->second;
+    if (warn) warn("warning: checkpoint " + it->second + " is damaged (" + why + "); falling back to the previous "
+                   "complete checkpoint: " + next);
+    if (leader_ && dist_->world == 1) {
+      std::error_code ec;
+      fs::rename(it->second, dir_ + "/damaged-" + fs::path(it->second).filename().string(), ec);
+    }
+  }
+  if (dir.empty())
+    throw Error("every checkpoint in " + dir_ + " is damaged (see the warnings above): delete " + dir_ +
+                " to train from step 0");
   const json state = read_checkpoint_state(dir);
   auto diffs = config_differences(state.at("binding_config"), id.binding_config, id.binding_defaults);
   if (state.contains("param_groups") && state["param_groups"] != id.param_groups)
@@ -130,7 +145,7 @@ bool Checkpointer::resume(Transformer& model, Optimizer& optimizer, const torch:
   st.cursor.index = state.at("cursor").at("index").get<uint64_t>();
   st.losses = state.at("train_losses").get<std::vector<double>>();
   st.wall_before = state.value("wall_seconds", 0.0);
-  return true;
+  return dir;
 }
 
 void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& model, const Optimizer& optimizer,
@@ -140,59 +155,81 @@ void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& 
   if (!leader_ && !sharded) return;
   const std::string final_dir = dir_ + "/" + checkpoint_name(st.step);
   const std::string tmp = dir_ + "/.tmp-" + checkpoint_name(st.step) + (sharded ? "" : "-" + std::to_string(::getpid()));
-  if (leader_) {
-    fs::remove_all(tmp);
-    make_directories(tmp);
-  }
-  if (sharded) {
-    dist_->sum(0, device);  // the directory exists for every rank
-    int failed = 0;
-    std::string why;
-    try {
-      const std::string path = tmp + "/" + optimizer.file_name(dist_->rank);
-      optimizer.save(path);
-      fsync_path(path);
-    } catch (const std::exception& e) {
-      failed = 1, why = e.what();
+  // A failed write (a full disk) leaves no partial directory and the earlier checkpoints
+  // as they were; the message says which one a rerun resumes from.
+  auto failed = [&](const std::string& why) -> Error {
+    std::error_code ec;
+    if (leader_) fs::remove_all(tmp, ec);
+    auto kept = complete();
+    return Error("checkpoint of step " + std::to_string(st.step) + " not written: " + why + "; " +
+                 (kept.empty() ? std::string("no earlier checkpoint exists")
+                               : "the earlier checkpoints are intact, a rerun resumes from " + kept.back().second));
+  };
+  std::map<std::string, std::string> sums;
+  try {
+    if (leader_) {
+      fs::remove_all(tmp);
+      make_directories(tmp);
     }
-    const int64_t failures = dist_->sum(failed, device);
-    if (failed) throw Error(why);
-    if (failures > 0)
-      throw Error(tmp + ": " + std::to_string(failures) + " rank(s) could not write their optimizer slice; not completed");
-    if (!leader_) return;
-  } else {
-    const std::string path = tmp + "/" + optimizer.file_name(0);
-    optimizer.save(path);
-    fsync_path(path);
+    if (sharded) {
+      dist_->sum(0, device);  // the directory exists for every rank
+      int bad = 0;
+      std::string why;
+      try {
+        const std::string path = tmp + "/" + optimizer.file_name(dist_->rank);
+        write_checksum_sidecar(path, optimizer.save(path));
+      } catch (const std::exception& e) {
+        bad = 1, why = e.what();
+      }
+      const int64_t failures = dist_->sum(bad, device);
+      if (bad) throw Error(why);
+      if (failures > 0)
+        throw Error(tmp + ": " + std::to_string(failures) + " rank(s) could not write their optimizer slice");
+      if (!leader_) return;
+      for (int r = 0; r < dist_->world; ++r)
+        sums[optimizer.file_name(r)] = take_checksum_sidecar(tmp + "/" + optimizer.file_name(r));
+    } else {
+      sums[optimizer.file_name(0)] = optimizer.save(tmp + "/" + optimizer.file_name(0));
+    }
+    sums["model.pt"] = save_checkpoint_file(model, tmp + "/model.pt");
+    std::vector<torch::Tensor> rng{compat::cpu_rng_state()};
+    if (device.is_cuda()) rng.push_back(compat::cuda_rng_state(device));
+    sums["rng.pt"] = save_checkpoint_file(rng, tmp + "/rng.pt");
+    json state = {{"format", kCheckpointFormat},
+                  {"version", kCheckpointVersion},
+                  {"step", st.step},
+                  {"tokens", st.tokens},
+                  {"cursor", {{"epoch", st.cursor.epoch}, {"index", st.cursor.index}}},
+                  {"train_losses", st.losses},
+                  {"wall_seconds", wall_seconds},
+                  {"data_manifest_sha256", id.data_manifest_sha256},
+                  {"tokenizer_sha256", id.tokenizer_sha256},
+                  {"tokenizer_kind", id.tokenizer_kind},
+                  {"world_size", id.world_size},
+                  {"torch_version", compat::torch_version()},
+                  {"binding_config", id.binding_config},
+                  {"param_groups", id.param_groups},
+                  {"config", config}};
+    const std::string state_text = state.dump(1) + "\n";
+    write_file_atomic(tmp + "/state.json", state_text);
+    sums["state.json"] = sha256_hex(state_text);
+    write_checksums(tmp, sums);
+    if (before_rename) before_rename();
+    std::error_code ec;
+    fs::remove_all(final_dir, ec);  // an incomplete leftover of a killed run
+    fs::rename(tmp, final_dir, ec);
+    if (ec) throw Error(final_dir + ": cannot rename checkpoint into place: " + ec.message());
+    fsync_path(dir_);
+    write_file_atomic(final_dir + "/COMPLETE", std::to_string(st.step) + "\n");
+  } catch (const Error& e) {
+    throw failed(e.what());
+  } catch (const c10::Error& e) {
+    throw failed(e.what_without_backtrace());
+  } catch (const fs::filesystem_error& e) {
+    throw failed(e.what());
   }
-  torch_save(model, tmp + "/model.pt");
-  std::vector<torch::Tensor> rng{compat::cpu_rng_state()};
-  if (device.is_cuda()) rng.push_back(compat::cuda_rng_state(device));
-  torch_save(rng, tmp + "/rng.pt");
-  json state = {{"format", kCheckpointFormat},
-                {"version", kCheckpointVersion},
-                {"step", st.step},
-                {"tokens", st.tokens},
-                {"cursor", {{"epoch", st.cursor.epoch}, {"index", st.cursor.index}}},
-                {"train_losses", st.losses},
-                {"wall_seconds", wall_seconds},
-                {"data_manifest_sha256", id.data_manifest_sha256},
-                {"tokenizer_sha256", id.tokenizer_sha256},
-                {"tokenizer_kind", id.tokenizer_kind},
-                {"world_size", id.world_size},
-                {"torch_version", compat::torch_version()},
-                {"binding_config", id.binding_config},
-                {"param_groups", id.param_groups},
-                {"config", config}};
-  write_file_atomic(tmp + "/state.json", state.dump(1) + "\n");
-  if (before_rename) before_rename();
-  std::error_code ec;
-  fs::remove_all(final_dir, ec);  // an incomplete leftover of a killed run
-  fs::rename(tmp, final_dir, ec);
-  if (ec) throw Error(final_dir + ": cannot rename checkpoint into place: " + ec.message());
-  fsync_path(dir_);
-  write_file_atomic(final_dir + "/COMPLETE", std::to_string(st.step) + "\n");
   // keep the newest N complete checkpoints; drop leftovers of killed writes
+  std::error_code ec;
   auto all = complete();
   for (size_t i = 0; i + size_t(keep_) < all.size(); ++i) fs::remove_all(all[i].second, ec);
   for (auto& entry : fs::directory_iterator(dir_)) {
@@ -201,6 +238,21 @@ void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& 
     bool incomplete = name.rfind("step_", 0) == 0 && !fs::exists(entry.path() / "COMPLETE");
     if (stale_tmp || incomplete) fs::remove_all(entry.path(), ec);
   }
+}
+
+std::vector<std::string> Checkpointer::set_aside(int64_t from_step, const std::string& prefix) const {
+  std::vector<std::string> moved;
+  if (!leader_) return moved;
+  for (auto& [step, path] : complete()) {
+    if (step < from_step) continue;
+    const std::string to = dir_ + "/" + prefix + checkpoint_name(step);
+    std::error_code ec;
+    fs::remove_all(to, ec);
+    fs::rename(path, to, ec);
+    if (ec) throw Error(path + ": cannot move aside to " + to + ": " + ec.message());
+    moved.push_back(to);
+  }
+  return moved;
 }
 
 // ---------------------------------------------------------------- readers (checkpoint.h)

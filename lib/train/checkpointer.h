@@ -1,8 +1,9 @@
 #pragma once
 // Writing and resuming a run's checkpoints (readers for other tools: train/checkpoint.h).
-// <out>/checkpoints/step_<12 digits>/{model.pt, optimizer.pt, rng.pt, state.json, COMPLETE}
-// is written into .tmp-step_<n>-<pid>/, renamed, then COMPLETE is written: a directory
-// without COMPLETE is ignored and removed. Resume restores model, optimizer moments,
+// <out>/checkpoints/step_<12 digits>/{model.pt, optimizer.pt, rng.pt, state.json, SHA256SUMS,
+// COMPLETE} is written into .tmp-step_<n>-<pid>/, renamed, then COMPLETE is written: a
+// directory without COMPLETE is ignored and removed. A write that fails (a full disk)
+// removes its temporary directory and leaves the earlier checkpoints as they were. Resume restores model, optimizer moments,
 // step, tokens, data cursor, losses and every RNG, after checking that the checkpoint
 // was made by the same configuration, data, world size and parameter groups.
 // With ZeRO (--zero 1 or 2) every rank also writes its optimizer slice, optimizer-rank<r>.pt,
@@ -46,16 +47,21 @@ class Checkpointer {
   const std::string& dir() const { return dir_; }
   std::vector<std::pair<int64_t, std::string>> complete() const;  // (step, dir), oldest first
 
-  // Loads the newest complete checkpoint into model, optimizer and the RNGs after
-  // checking it against `id`; false when there is none. Throws Error on a mismatch.
-  bool resume(Transformer& model, Optimizer& optimizer, const torch::Device& device, const RunIdentity& id,
-              TrainState& state) const;
+  // Loads the newest complete checkpoint whose files match SHA256SUMS into model,
+  // optimizer and the RNGs after checking it against `id`; a damaged newer one is moved
+  // aside with a warning. Returns its directory, "" when there is none. Throws Error on a
+  // mismatch, or when every checkpoint is damaged.
+  std::string resume(Transformer& model, Optimizer& optimizer, const torch::Device& device, const RunIdentity& id,
+                     TrainState& state, const std::function<void(const std::string&)>& warn = {}) const;
   // Called by every rank; without ZeRO only rank 0 writes. wall_seconds: the run's time
   // so far; `config` is the full config (recorded); before_rename is a testing hook
   // (SIGKILL inside the write).
   void save(const TrainState& state, double wall_seconds, Transformer& model, const Optimizer& optimizer,
             const torch::Device& device, const RunIdentity& id, const nlohmann::json& config,
             const std::function<void()>& before_rename = {}) const;
+  // Renames the complete checkpoints of step >= from_step to <prefix>step_N (no longer
+  // resumed or listed: a diverged run's weights); returns their new paths. Rank 0 only.
+  std::vector<std::string> set_aside(int64_t from_step, const std::string& prefix) const;
 
  private:
   std::string dir_;

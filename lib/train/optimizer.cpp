@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "model/parameterization.h"
+#include "train/checkpoint_save.h"
 #include "train/fused_adamw.h"
 #include "util/error.h"
 
@@ -112,13 +113,9 @@ std::string Optimizer::file_name(int rank) const {
   return rank == 0 ? "optimizer.pt" : "";
 }
 
-void Optimizer::save(const std::string& path) const {
+std::string Optimizer::save(const std::string& path) const {
   if (sharded_) return sharded_->save(path);
-  try {
-    torch::save(*adamw_, path);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": cannot write checkpoint file: " + e.what_without_backtrace());
-  }
+  return save_checkpoint_file(*adamw_, path);
 }
 
 void Optimizer::load(const std::string& path, const torch::Device& device) {

@@ -50,7 +50,7 @@ class Optimizer {
   // The checkpoint file of this rank's optimizer state: optimizer.pt (rank 0 only; ""
   // for the others), or with ZeRO optimizer-rank<r>.pt, every rank its own slice.
   std::string file_name(int rank) const;
-  void save(const std::string& path) const;
+  std::string save(const std::string& path) const;  // the file's SHA-256 (train/checkpoint_files.h)
   void load(const std::string& path, const torch::Device& device);
 
  private:

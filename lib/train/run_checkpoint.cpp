@@ -1,9 +1,11 @@
 #include "train/run_checkpoint.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "train/checkpoint.h"
+#include "train/checkpoint_files.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -24,9 +26,12 @@ CheckpointRef locate_checkpoint(const std::string& run, long long step) {
   CheckpointRef ref;
   if (fs::exists(p / "state.json")) {  // one checkpoint directory
     const std::string name = p.filename().string();
-    if (name.rfind("step_", 0) != 0) throw Error(located(run, 0, "a state.json outside checkpoints/step_N/"));
+    // step_N, or one a run set aside by name: diverged-step_N, damaged-step_N
+    const bool set_aside = name.rfind("diverged-step_", 0) == 0 || name.rfind("damaged-step_", 0) == 0;
+    if (name.rfind("step_", 0) != 0 && !set_aside)
+      throw Error(located(run, 0, "a state.json outside checkpoints/step_N/"));
     if (!fs::exists(p / "COMPLETE")) throw Error(located(run, 0, "incomplete checkpoint (no COMPLETE marker)"));
-    ref.step = std::stoll(name.substr(5));
+    ref.step = std::stoll(name.substr(name.find("step_") + 5));
     if (step >= 0 && step != ref.step)
       throw Error(located(run, 0, "this checkpoint is step " + std::to_string(ref.step) + ", not --step " +
                                       std::to_string(step)));
@@ -45,8 +50,18 @@ CheckpointRef locate_checkpoint(const std::string& run, long long step) {
     auto all = list_checkpoints(ref.run_dir);
     if (all.empty()) throw Error(located(ckpt_dir, 0, "no complete checkpoint"));
     if (step < 0) {
-      ref.step = all.back().first;
-      ref.dir = all.back().second;
+      // the newest whose files match their checksums; a damaged one is named and skipped
+      for (auto it = all.rbegin(); it != all.rend() && ref.dir.empty(); ++it) {
+        const std::string why = verify_checkpoint_files(it->second, {"state.json", "model.pt"});
+        if (why.empty()) {
+          ref.step = it->first;
+          ref.dir = it->second;
+        } else {
+          std::fprintf(stderr, "warning: checkpoint %s is damaged (%s); falling back to the previous complete one\n",
+                       it->second.c_str(), why.c_str());
+        }
+      }
+      if (ref.dir.empty()) throw Error(located(ckpt_dir, 0, "every complete checkpoint is damaged (see the warnings)"));
     } else {
       auto it = std::find_if(all.begin(), all.end(), [&](auto& c) { return c.first == step; });
       if (it == all.end()) {
@@ -60,6 +75,8 @@ CheckpointRef locate_checkpoint(const std::string& run, long long step) {
     }
   }
   if (ref.run_dir.empty()) ref.run_dir = ".";
+  if (const std::string why = verify_checkpoint_files(ref.dir, {"state.json", "model.pt"}); !why.empty())
+    throw Error(ref.dir + ": damaged checkpoint: " + why);
   ref.state = read_checkpoint_state(ref.dir);
   if (!ref.state.contains("config") || !ref.state.contains("step"))
     throw Error(located(ref.dir + "/state.json", 0, "lacks \"config\" or \"step\""));

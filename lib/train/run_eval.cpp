@@ -66,6 +66,17 @@ json evaluate_run(const RunEvalOptions& o) {
   // The trainer's own evaluation: on the validation split with the run's --val-tokens
   // and micro-batch this is the run's final_val_loss (fp32; bf16 runs differ by rounding).
   const double loss = estimate_loss(*model, windows, cfg.micro_batch, device, /*bf16=*/false);
+  if (!std::isfinite(loss)) {
+    int64_t bad = 0, total = 0;
+    for (auto& p : model->parameters()) {
+      bad += (~torch::isfinite(p)).sum().item<int64_t>();
+      total += p.numel();
+    }
+    throw Error(located(run.ref.dir + "/model.pt", 0,
+                        "the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " (" + std::to_string(bad) +
+                            " of " + std::to_string(total) + " weights are non-finite): the model diverged; "
+                            "evaluate an earlier checkpoint (--step)"));
+  }
 
   const int64_t n = windows.size(0);
   const bool capped = n < std::max<int64_t>(1, wanted / window);

@@ -55,19 +55,41 @@ void TrainConfig::validate() const {
   if (batch_tokens % (int64_t(model.seq_len) * micro_batch) != 0)
     fail("--batch-tokens " + std::to_string(batch_tokens) + " is not a multiple of seq_len x micro_batch = " +
          std::to_string(int64_t(model.seq_len) * micro_batch));
-  if (lr <= 0 || min_lr_ratio < 0 || min_lr_ratio > 1) fail("need --lr > 0 and 0 <= --min-lr-ratio <= 1");
-  if (min_lr_ratio == 0 && (min_lr < 0 || min_lr > lr)) fail("need 0 <= --min-lr <= --lr, --lr > 0");
-  if (warmup_steps < 0 || warmup_fraction > 1) fail("warmup must be >= 0 steps or a fraction <= 1");
-  if (warmup_cap < 0 || warmup_cap > 1) fail("--warmup-cap must be in [0, 1]");
-  if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1 || eps <= 0) fail("bad Adam betas/eps");
-  if (weight_decay < 0 || grad_clip < 0) fail("--weight-decay and --grad-clip must be >= 0");
-  if (checkpoint_every < 0 || keep_checkpoints < 1) fail("--checkpoint-every >= 0, --keep-checkpoints >= 1");
+  // Every comparison is written so that NaN fails it (NaN > 0 is false).
+  auto num = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
+  if (!(lr > 0) || !std::isfinite(lr)) fail("--lr must be a finite number > 0 (got " + num(lr) + ")");
+  if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1)) fail("--min-lr-ratio must be in [0, 1] (got " + num(min_lr_ratio) + ")");
+  if (min_lr_ratio == 0 && !(min_lr >= 0 && min_lr <= lr))
+    fail("--min-lr must be in [0, --lr] (got " + num(min_lr) + ", --lr " + num(lr) + ")");
+  if (warmup_steps < 0 || !(warmup_fraction <= 1)) fail("warmup must be >= 0 steps or a fraction <= 1");
+  if (!(warmup_cap >= 0 && warmup_cap <= 1)) fail("--warmup-cap must be in [0, 1]");
+  if (!(beta1 >= 0 && beta1 < 1)) fail("--beta1 must be in [0, 1) (got " + num(beta1) + ")");
+  if (!(beta2 >= 0 && beta2 < 1)) fail("--beta2 must be in [0, 1) (got " + num(beta2) + ")");
+  if (!(eps > 0) || !std::isfinite(eps)) fail("--eps must be a finite number > 0 (got " + num(eps) + ")");
+  if (!(weight_decay >= 0) || !std::isfinite(weight_decay)) fail("--weight-decay must be >= 0 (got " + num(weight_decay) + ")");
+  if (!(grad_clip >= 0) || !std::isfinite(grad_clip)) fail("--grad-clip must be >= 0 (got " + num(grad_clip) + ")");
+  if (!(divergence_factor >= 0) || !std::isfinite(divergence_factor))
+    fail("--divergence-factor must be >= 0 (got " + num(divergence_factor) + ")");
+  if (!(peak_flops >= 0)) fail("--peak-flops must be >= 0 (got " + num(peak_flops) + ")");
+  if (checkpoint_every < 0) fail("--checkpoint-every must be >= 0 (0: at the end only; got " + std::to_string(checkpoint_every) + ")");
+  if (keep_checkpoints < 1) fail("--keep-checkpoints must be >= 1 (got " + std::to_string(keep_checkpoints) + ")");
+  if (val_every < 0) fail("--val-every must be >= 0 (0: at the end only; got " + std::to_string(val_every) + ")");
+  if (log_every < 0) fail("--log-every must be >= 0 (0: no progress lines; got " + std::to_string(log_every) + ")");
+  if (val_tokens < 0) fail("--val-tokens must be >= 0 (got " + std::to_string(val_tokens) + ")");
+  if (threads < 0) fail("--threads must be >= 0 (0: all cores; got " + std::to_string(threads) + ")");
+  if (prefetch < 0) fail("--prefetch must be >= 0 (got " + std::to_string(prefetch) + ")");
+  if (steps < 0 || tokens < 0) fail("--steps and --tokens must be >= 0");
   if (device != "cpu" && device != "cuda") fail("--device must be cpu or cuda (got '" + device + "')");
   if (precision != "auto" && precision != "fp32" && precision != "bf16")
     fail("--precision must be auto, fp32 or bf16");
   if (zero < 0 || zero > 2) fail("--zero must be 0, 1 or 2 (got " + std::to_string(zero) + ")");
   if (!(bucket_mb > 0)) fail("--bucket-mb must be > 0 (got " + std::to_string(bucket_mb) + ")");
-  if (debug_kill_phase != "step" && debug_kill_phase != "checkpoint") fail("bad debug kill phase");
+  if (debug_kill_phase != "step" && debug_kill_phase != "checkpoint" && debug_kill_phase != "sigterm")
+    fail("bad debug kill phase");
   if (kernels != "fixed" && kernels != "native") fail("--kernels must be fixed or native (got '" + kernels + "')");
 }
 

@@ -42,6 +42,7 @@ struct TrainConfig {
   int64_t log_every = 10;         // progress line on stderr
   int64_t checkpoint_every = 1000;
   int keep_checkpoints = 3;
+  double divergence_factor = 2;   // stop when the loss exceeds this x max(first loss, ln vocab) (0: non-finite only)
   bool resume = false;            // require a checkpoint to resume from
   std::vector<int64_t> probe_steps;  // steps (1-based) whose per-layer grad norms go to grad_norms.csv
   // execution
@@ -55,7 +56,7 @@ struct TrainConfig {
   bool activation_checkpointing = false;  // recompute each block in backward (model/recompute.h)
   std::string kernels = "fixed";  // fixed | native: the CPU kernel set (kernels/kernel_set.h)
   // testing hooks: SIGKILL self at this step, "step" (after the step) or "checkpoint"
-  // (inside the checkpoint write, before its rename)
+  // (inside the checkpoint write, before its rename); "sigterm": SIGTERM self after the step
   int64_t debug_kill_at_step = 0;
   std::string debug_kill_phase = "step";
 
@@ -114,6 +115,10 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"checkpoint_every", "--checkpoint-every", "steps between checkpoints (0: end only)"}.runtime(),
     c.checkpoint_every);
   f(OptionInfo{"keep_checkpoints", "--keep-checkpoints", "complete checkpoints kept"}.runtime(), c.keep_checkpoints);
+  f(OptionInfo{"divergence_factor", "--divergence-factor",
+               "stop as diverged when the train loss exceeds this x max(first loss, ln vocab), keeping only "
+               "checkpoints whose next step was below it (0: stop on non-finite values only)"}.runtime(),
+    c.divergence_factor);
   f(OptionInfo{"resume", "--resume", "require a checkpoint to continue from (rerunning resumes anyway)"}.runtime().no_default(),
     c.resume);
   f(OptionInfo{"probe_steps", "--probe-steps", "steps whose per-layer gradient norms go to grad_norms.csv"}.runtime().no_default(),
@@ -138,8 +143,7 @@ void visit_train_options(Config& c, F&& f) {
     c.activation_checkpointing);
   f(OptionInfo{"kernels", "--kernels",
                "CPU kernels: fixed (the same bits on every x86-64 CPU with AVX2+FMA: AVX2 kernels, OpenBLAS Haswell, "
-               "ATen avx2) | native (the fastest this CPU has, e.g. AVX-512)",
-               true, true},
+               "ATen avx2) | native (the fastest this CPU has, e.g. AVX-512)"},
     c.kernels);
 }
 

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "compat/torch_compat.h"
@@ -20,6 +21,7 @@
 #include "train/checkpointer.h"
 #include "train/cpu_threads.h"
 #include "train/device.h"
+#include "train/divergence.h"
 #include "train/distributed.h"
 #include "train/evaluate.h"
 #include "train/kernel_record.h"
@@ -27,7 +29,9 @@
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/prefetch.h"
+#include "train/run_directory.h"
 #include "train/run_plan.h"
+#include "train/stop_signals.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
@@ -151,6 +155,7 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"final_train_loss_se", std::isfinite(tail.se) ? json(tail.se) : json()},
                   {"final_train_loss_steps", tail.steps},
                   {"steps", st.step},
+                  {"train_epochs", double(st.tokens) / double(std::max<uint64_t>(1, dataset.split("train").num_tokens()))},
                   {"wall_seconds", wall},
                   {"peak_flops", peak},
                   {"device", rd.device.str()},
@@ -185,7 +190,8 @@ int run_impl(const TrainConfig& given) {
     if (leader) std::fprintf(stderr, "train: %s\n", msg.c_str());
   };
 
-  // data
+  // data, recorded as an absolute path (a relative one means nothing from another directory)
+  cfg.data = fs::absolute(cfg.data).lexically_normal().string();
   TokenDataset dataset = TokenDataset::open(cfg.data);
   if (!cfg.tokenizer_model.empty()) dataset.check_tokenizer(cfg.tokenizer_model);
   if (cfg.model.vocab_size == 0) cfg.model.vocab_size = dataset.vocab_size();
@@ -209,7 +215,11 @@ int run_impl(const TrainConfig& given) {
   // device, threads, outputs, the fixed validation set
   const RunDevice rd = select_device(cfg.device, cfg.precision, dist);
   const int threads = use_cpu_threads(cfg.threads);
+  std::optional<RunDirectoryLock> lock;  // held until the run returns
   if (leader) {
+    check_run_directory(cfg.out, dataset.directory(), binding_config(cfg), binding_config(TrainConfig{}));
+    make_directories(cfg.out);
+    lock.emplace(cfg.out);
     make_directories(cfg.out + "/checkpoints");
     write_file_atomic(cfg.out + "/.write-test", "ok\n");  // fails clearly if unwritable
     fs::remove(cfg.out + "/.write-test");
@@ -266,6 +276,12 @@ int run_impl(const TrainConfig& given) {
         "): this run's numbers may differ from another machine's (train re-executes itself with "
         "OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 unless run in-process or under a wrapper)");
   for (const auto& cap : caps) log("note: " + cap);
+  if (const uint64_t split_tokens = dataset.split("train").num_tokens();
+      double(total_steps) * double(cfg.batch_tokens) > double(split_tokens))
+    log("note: " + std::to_string(total_steps) + " steps x " + std::to_string(cfg.batch_tokens) + " tokens read the " +
+        std::to_string(split_tokens) + "-token train split " +
+        fmt("%.2f", double(total_steps) * double(cfg.batch_tokens) / double(split_tokens)) +
+        " times over: the data repeats (stated again in summary.json's caps)");
   if (cfg.warmup() >= total_steps)
     log("warning: warmup (" + std::to_string(cfg.warmup()) + " steps) is not shorter than the run (" +
         std::to_string(total_steps) + " steps): the LR never reaches its cosine phase; see --warmup-fraction");
@@ -273,21 +289,63 @@ int run_impl(const TrainConfig& given) {
   // resume
   const Checkpointer checkpointer(cfg.out, cfg.keep_checkpoints, dist);
   TrainState st;
-  const bool resumed = checkpointer.resume(model, optimizer, rd.device, id, st);
+  const std::string resumed_from = checkpointer.resume(model, optimizer, rd.device, id, st, log);
+  const bool resumed = !resumed_from.empty();
   if (cfg.resume && !resumed) throw Error("--resume: no complete checkpoint in " + checkpointer.dir());
   if (resumed)
-    log("resuming from " + checkpointer.complete().back().second + " (step " + std::to_string(st.step) + ", " +
-        std::to_string(st.tokens) + " tokens)");
+    log("resuming from " + resumed_from + " (step " + std::to_string(st.step) + ", " + std::to_string(st.tokens) +
+        " tokens)");
+  // A finished run rerun (make, a requeued job): nothing to train, and its summary.json
+  // (the memory measured while it trained) is kept as it is.
+  if (resumed && st.step >= total_steps && fs::exists(cfg.out + "/summary.json")) {
+    log("the run is already complete (step " + std::to_string(st.step) + " of " + std::to_string(total_steps) +
+        "): " + cfg.out + "/summary.json kept, nothing to do");
+    return 0;
+  }
   dist.broadcast_parameters(params);  // identical weights on every rank
   RunMetrics metrics(cfg.out, leader, !cfg.probe_steps.empty(), resumed ? st.step : -1);
   const std::set<int64_t> probe_steps(cfg.probe_steps.begin(), cfg.probe_steps.end());
   const json config_json = to_json(cfg);
+  // A diverged run: the checkpoints from `from_step` on hold the weights that diverged
+  // (a checkpoint at step s is what step s+1's loss was computed from) and are moved
+  // aside as diverged-step_N; the newest one left evaluates finite.
+  auto diverged = [&](const std::string& why, int64_t from_step) {
+    auto moved = leader ? checkpointer.set_aside(from_step, "diverged-") : std::vector<std::string>{};
+    auto kept = checkpointer.complete();
+    std::string text = "the run diverged at step " + std::to_string(st.step + 1) + ": " + why + " (lr " +
+                       fmt("%g", cfg.lr_at(st.step)) + "); stopped.";
+    if (!moved.empty())
+      text += " " + std::to_string(moved.size()) + " checkpoint(s) from step " + std::to_string(from_step) +
+              " on hold the diverging weights and were moved aside (" + fs::path(moved.front()).filename().string() +
+              (moved.size() > 1 ? " ..." : "") + ").";
+    text += " Last good checkpoint: " +
+            (kept.empty() ? std::string("none") : kept.back().second + " (its next step's loss was finite and below the limit)") +
+            ". Lower --lr (or raise --warmup-steps) and train in another --out.";
+    return Error(text);
+  };
+  auto weights_finite = [&] {
+    torch::NoGradGuard no_grad;
+    for (auto& p : params)
+      if (!torch::isfinite(p).all().item<bool>()) return false;
+    return true;
+  };
   auto save_checkpoint = [&] {
+    if (!weights_finite()) throw diverged("non-finite weights after the update", st.step);
     std::function<void()> hook;
     if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "checkpoint")
       hook = [&] { debug_kill("inside checkpoint write", st.step); };
     checkpointer.save(st, st.wall_before + seconds_since(wall_start), model, optimizer, rd.device, id, config_json,
                       hook);
+  };
+
+  // Signals: every rank stops at the same step (the flag is summed over the ranks, one
+  // scalar per step, only with more than one).
+  StopSignals stop_signals;
+  auto stop_requested = [&]() -> int {
+    const int signal = stop_signals.received();
+    if (dist.world == 1) return signal;
+    const int64_t any = dist.sum(signal, rd.device);
+    return signal ? signal : any > 0 ? SIGTERM : 0;
   };
 
   // training
@@ -299,7 +357,20 @@ int run_impl(const TrainConfig& given) {
     model->train();
     const auto loop_start = Clock::now();
     const int64_t first_step = st.step;  // ETA from this session's pace (resume included)
+    int64_t epoch_seen = int64_t(st.cursor.epoch);
     while (st.step < total_steps) {
+      if (const int signal = stop_requested()) {
+        // the signal arrived during the last step (or before the first): a checkpoint of
+        // where the run is, then out; the rerun resumes bit-identically
+        auto existing = checkpointer.complete();
+        if (st.step > 0 && (existing.empty() || existing.back().first != st.step)) save_checkpoint();
+        log(std::string(StopSignals::name(signal)) + " received: stopped after step " + std::to_string(st.step) + " of " +
+            std::to_string(total_steps) +
+            (st.step > 0 ? ", checkpoint " + checkpointer.complete().back().second + " written"
+                         : std::string(", nothing trained yet")) +
+            "; rerun the same command to resume");
+        return 128 + signal;
+      }
       const auto t0 = Clock::now();
       StepRecord rec;
       rec.lr = cfg.lr_at(st.step);
@@ -310,13 +381,9 @@ int run_impl(const TrainConfig& given) {
       const auto t_opt = Clock::now();
       rec.grad_norm = optimizer.reduce_gradients(params, loss_sum, /*full=*/probe_now);
       rec.loss = loss_sum.item<double>() / double(accum);
-      if (!std::isfinite(rec.loss) || !std::isfinite(rec.grad_norm)) {
-        auto kept = checkpointer.complete();
-        throw Error("non-finite " + std::string(std::isfinite(rec.loss) ? "gradient norm" : "loss") + " at step " +
-                    std::to_string(st.step + 1) + " (loss " + fmt("%g", rec.loss) + ", grad norm " +
-                    fmt("%g", rec.grad_norm) + ", lr " + fmt("%g", rec.lr) + "); stopped. Last good checkpoint: " +
-                    (kept.empty() ? std::string("none") : kept.back().second) + " (untouched)");
-      }
+      const auto guard = DivergenceCheck::for_run(st.losses.empty() ? rec.loss : st.losses.front(),
+                                                  cfg.model.vocab_size, cfg.divergence_factor);
+      if (const std::string why = guard.check(rec.loss, rec.grad_norm); !why.empty()) throw diverged(why, st.step);
       if (probe_now && leader)
         for (auto& r : component_grad_norms(*model)) metrics.grad_norm(st.step + 1, r.layer, r.component, r.norm);
       const bool clip = cfg.grad_clip > 0 && rec.grad_norm > cfg.grad_clip;
@@ -352,11 +419,22 @@ int run_impl(const TrainConfig& given) {
         log("step " + std::to_string(st.step) + " validation loss " + fmt("%.4f", v));
       }
       if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0 && st.step < total_steps) save_checkpoint();
+      if (int64_t(st.cursor.epoch) > epoch_seen) {
+        epoch_seen = int64_t(st.cursor.epoch);
+        log("note: the train split is read again from step " + std::to_string(st.step) + " on (epoch " +
+            std::to_string(epoch_seen + 1) + "): the run repeats data");
+      }
       if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "step") debug_kill("after step", st.step);
+      if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "sigterm") std::raise(SIGTERM);
     }
   }
 
   // end of run: validation, final checkpoint, summary
+  if (const uint64_t split_tokens = dataset.split("train").num_tokens(); uint64_t(st.tokens) > split_tokens) {
+    caps.push_back("the train split (" + std::to_string(split_tokens) + " tokens) was read " +
+                   fmt("%.2f", double(st.tokens) / double(split_tokens)) + " times over: the run repeats data");
+    log("note: " + caps.back());
+  }
   const double val_loss = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
   metrics.val(st.step, st.tokens, val_loss);
   auto existing = checkpointer.complete();

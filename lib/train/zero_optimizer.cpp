@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "train/checkpoint_save.h"
 #include "train/flat_params.h"
 #include "util/error.h"
 
@@ -94,17 +95,14 @@ void ShardedAdamW::step(double clip_scale) {
 
 std::string ShardedAdamW::file_name(int rank) { return "optimizer-rank" + std::to_string(rank) + ".pt"; }
 
-void ShardedAdamW::save(const std::string& path) const {
+std::string ShardedAdamW::save(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   auto meta = torch::tensor({steps_, begin_, end_, total_, int64_t(dist_.world)}, torch::kLong);
-  try {
-    torch::save(std::vector<torch::Tensor>{meta, m_.cpu(), v_.cpu()}, tmp);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": cannot write the optimizer shard: " + e.what_without_backtrace());
-  }
+  const std::string sha256 = save_checkpoint_file(std::vector<torch::Tensor>{meta, m_.cpu(), v_.cpu()}, tmp);
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw Error(path + ": cannot rename the optimizer shard into place: " + ec.message());
+  return sha256;
 }
 
 void ShardedAdamW::load(const std::string& path) {

@@ -51,7 +51,7 @@ class ShardedAdamW {
   int64_t shard_begin() const { return begin_; }
   int64_t shard_end() const { return end_; }
   // One file per rank, written to path atomically (temporary name, then rename).
-  void save(const std::string& path) const;
+  std::string save(const std::string& path) const;  // the file's SHA-256
   void load(const std::string& path);  // throws Error naming the file and what differs
   static std::string file_name(int rank);
 

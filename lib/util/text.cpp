@@ -16,4 +16,14 @@ std::string lower(std::string s) {
   return s;
 }
 
+bool is_decimal_text(const std::string& s) {
+  if (s.empty()) return false;
+  bool digit = false;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') digit = true;
+    else if (c != '+' && c != '-' && c != '.' && c != 'e' && c != 'E') return false;
+  }
+  return digit;
+}
+
 }  // namespace shapelaw

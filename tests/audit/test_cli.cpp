@@ -236,3 +236,31 @@ TEST_CASE("audit paper as JSON: every section present and the Table 3 / Table 10
     if (src.rfind("C.0.3", 0) == 0) CHECK(by.rfind("none", 0) == 0);
   }
 }
+
+TEST_CASE("audit DIR walks the directory for config.json and summary.json, and an unknown model_type is warned about") {
+  // before: a directory without a config.json of its own was "no such file"; an unknown
+  // model_type silently took its MLP from the activation (a 27% different count)
+  test::TempDir dir;
+  namespace fs = std::filesystem;
+  fs::create_directories(dir.path() + "/zoo/b-llama");
+  fs::create_directories(dir.path() + "/zoo/a-gpt2");
+  fs::copy_file(source("examples/hf-configs/llama-3-70b.json"), dir.path() + "/zoo/b-llama/config.json");
+  fs::copy_file(source("examples/hf-configs/gpt2-xl.json"), dir.path() + "/zoo/a-gpt2/config.json");
+  auto r = run(audit() + " " + dir.path() + "/zoo --format json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto rows = nlohmann::json::parse(r.output)["tables"][0]["rows"];
+  REQUIRE(rows.size() == 2);
+  auto empty = run(audit() + " " + dir.path() + "/zoo/a-gpt2/.. " + dir.path() + "/nothing-here");
+  CHECK(empty.exit_code == 1);
+  CHECK(empty.output.find("nothing-here") != std::string::npos);
+
+  nlohmann::json config = nlohmann::json::parse(read_file(source("examples/hf-configs/llama-3-70b.json")));
+  config["model_type"] = "brand_new";
+  write_file_atomic(dir.path() + "/new.json", config.dump());
+  auto u = run(audit() + " " + dir.path() + "/new.json --format json");
+  INFO(u.output);
+  CHECK(u.exit_code == 0);
+  CHECK(u.output.find("audit: warning: " + dir.path() + "/new.json: model_type 'brand_new' is not a family audit "
+                      "knows: its MLP is taken as gated from the activation 'silu'") != std::string::npos);
+}

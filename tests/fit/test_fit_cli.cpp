@@ -503,3 +503,16 @@ TEST_CASE("replicates: fit-law reports their spread and tests each law's lack of
   json bumped = fit(table(0.15).first);  // a depth effect no law of N alone can follow
   CHECK(bumped["models"][0]["lack_of_fit"]["p_value"].get<double>() < 1e-6);
 }
+
+TEST_CASE("hex, inf and nan are not numbers of a table (strtod takes them)") {
+  // before: "0x10" was read as a loss of 16
+  test::TempDir dir;
+  std::string csv = dir.path() + "/runs.csv";
+  for (std::string bad : {"0x10", "inf", "nan", "1p3"}) {
+    write(csv, "run,depth,width,loss\na,2,256,4.3\nb,4,256," + bad + "\nc,8,512,3.6\n");
+    auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0");
+    INFO(bad << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains(csv + ":3:") && Catch::Contains("'" + bad + "'"));
+  }
+}

@@ -224,6 +224,14 @@ TEST_CASE("probe-grads: bad input gets one clear message and a non-zero exit") {
            fs::copy_options::recursive);
   fs::copy_file(f.wide + "/checkpoints/step_000000000001/model.pt", bad + "/checkpoints/step_000000000002/model.pt",
                 fs::copy_options::overwrite_existing);
+  // with its checksums, a swapped model.pt is a damaged checkpoint, refused as such
+  auto swapped = run(pg + " measure " + bad + " --step 2");
+  CHECK(swapped.exit_code == 1);
+  CHECK(one_line(swapped.output));
+  CHECK(swapped.output.find("step_000000000002: damaged checkpoint: ") != std::string::npos);
+  CHECK(swapped.output.find("model.pt: SHA-256 ") != std::string::npos);
+  // without them (a checkpoint written before checksums existed) the architecture check speaks
+  fs::remove(bad + "/checkpoints/step_000000000002/SHA256SUMS");
   auto inc = run(pg + " measure " + bad);
   CHECK(inc.exit_code == 1);
   CHECK(one_line(inc.output));
@@ -239,6 +247,7 @@ TEST_CASE("probe-grads: bad input gets one clear message and a non-zero exit") {
     json s = json::parse(read_file(state));
     s["version"] = 2;
     write_text(state, s.dump());
+    fs::remove(newer + "/checkpoints/step_000000000002/SHA256SUMS");  // as a newer train's own
   }
   auto nv = run(pg + " measure " + newer);
   CHECK(nv.exit_code == 1);

@@ -223,3 +223,54 @@ TEST_CASE("token ids outside the vocabulary are rejected") {
   std::vector<uint32_t> bad{1, 5, 100};
   CHECK_THROWS_WITH(writer.add_document(bad), Catch::Contains("outside the vocabulary"));
 }
+
+TEST_CASE("verify cross-checks the manifest's counts against the shards, and a bad field type is named") {
+  // before: a manifest whose split totals or per-shard documents disagreed with the shard
+  // trailers verified clean; "token_width": "two" failed as a bare JSON type error
+  test::TempDir dir;
+  write_dataset(dir.path(), random_documents(60, 5000, 2, 23), 5000, 2, small_options());
+  const std::string manifest = dir.path() + "/manifest.json";
+  const std::string pristine = test::read_text(manifest);
+  REQUIRE(verify_shards(dir.path(), true).shards > 0);
+  auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json m = nlohmann::json::parse(pristine);
+    edit(m);
+    test::write_text(manifest, m.dump(1));
+  };
+  edited([](nlohmann::json& m) { m["splits"]["train"]["tokens"] = m["splits"]["train"]["tokens"].get<uint64_t>() + 1; });
+  CHECK_THROWS_WITH(verify_shards(dir.path(), true),
+                    Catch::Contains(manifest) && Catch::Contains("splits.train.tokens is ") &&
+                        Catch::Contains("its shards hold"));
+  edited([](nlohmann::json& m) { m["splits"]["train"]["shards"][0]["documents"] = 1; });
+  CHECK_THROWS_WITH(verify_shards(dir.path(), true),
+                    Catch::Contains("train-00000.shard: 'documents' is 1, the shard has "));
+  edited([](nlohmann::json& m) { m["token_width"] = "two"; });
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()),
+                    Catch::Contains(manifest) &&
+                        Catch::Contains("field 'token_width': expected a non-negative integer, got \"two\""));
+  edited([](nlohmann::json& m) { m["tokenizer"]["vocab_size"] = -3; });
+  CHECK_THROWS_WITH(TokenDataset::open(dir.path()), Catch::Contains("field 'tokenizer.vocab_size'"));
+  test::write_text(manifest, pristine);
+  CHECK(verify_shards(dir.path(), true).shards > 0);
+}
+
+TEST_CASE("writing a shard set over an old one replaces it: no stale shard is left behind") {
+  // before: a smaller new set left the old set's extra shard files in the directory
+  test::TempDir dir;
+  ShardOptions options = small_options();
+  write_dataset(dir.path(), random_documents(120, 5000, 2, 31), 5000, 2, options);
+  auto shard_files = [&] {
+    size_t n = 0;
+    for (auto& e : fs::directory_iterator(dir.path())) n += e.path().extension() == ".shard";
+    return n;
+  };
+  const size_t before = shard_files();
+  REQUIRE(before > 3);
+  write_dataset(dir.path(), random_documents(10, 5000, 2, 32), 5000, 2, options);
+  TokenDataset data = TokenDataset::open(dir.path());
+  size_t listed = 0;
+  for (const auto& [name, split] : data.manifest().at("splits").items()) listed += split.at("shards").size();
+  CHECK(shard_files() == listed);
+  CHECK(listed < before);
+  CHECK(verify_shards(dir.path(), true).shards == listed);
+}

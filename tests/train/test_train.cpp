@@ -17,6 +17,7 @@
 #include "shards/writer.h"
 #include "learnable_shards.h"
 #include "test_support.h"
+#include "train_fixture.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 
@@ -25,38 +26,6 @@ using namespace shapelaw::test;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-
-const std::string& dataset() {
-  static TempDir dir;
-  static std::string path = write_learnable_shards(dir.path() + "/shards");
-  return path;
-}
-
-std::string base_args(const std::string& out) {
-  return bin("train") + " --data " + dataset() + " --out " + out +
-         " --depth 2 --width 32 --head-dim 16 --seq-len 32 --micro-batch 2 --batch-tokens 128"
-         " --warmup-steps 2 --lr 3e-3 --min-lr 3e-4 --threads 1 --peak-flops 1e10 --val-tokens 1024"
-         " --log-every 0";
-}
-
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> lines;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) lines.push_back(json::parse(line));
-  return lines;
-}
-
-std::vector<double> train_losses(const std::string& out) {
-  std::vector<double> losses;
-  for (auto& j : read_jsonl(out + "/metrics.jsonl"))
-    if (j["kind"] == "train") losses.push_back(j["loss"].get<double>());
-  return losses;
-}
-
-}  // namespace
 
 TEST_CASE("learning-rate schedule: linear warmup then cosine to min_lr") {
   TrainConfig c;
@@ -260,6 +229,9 @@ TEST_CASE("train: a checkpoint from another data-parallel world size is refused 
   CHECK(state.at("tokenizer_kind").is_string());
   state["world_size"] = 2;
   write_text(state_path, state.dump());
+  // as if written so: the checksums follow (a hand-edited file alone is a damaged checkpoint)
+  REQUIRE(run("cd " + out + "/checkpoints/step_000000000004 && sha256sum model.pt optimizer.pt rng.pt state.json "
+              "> SHA256SUMS").exit_code == 0);
   auto r = run(base_args(out) + " --steps 4 --checkpoint-every 2");
   CHECK(r.exit_code == 1);
   INFO(r.output);
