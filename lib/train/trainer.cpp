@@ -105,7 +105,7 @@ std::string describe_groups(const Optimizer& opt, const Multipliers& m, const Mo
 json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDataset& dataset, const RunDevice& rd,
                  const Distributed& dist, const RunIdentity& id, const Multipliers& m, double val_loss,
                  int64_t val_tokens, double wall, double peak, const json& memory,
-                 const std::vector<std::string>& caps) {
+                 const std::vector<std::string>& caps, const std::string& attention, double val_loss_fp32) {
   const ParamCounts counts = count_parameters(cfg.model);
   const double fpt = flops_per_token(cfg.model);
   const TailLoss tail = tail_loss(st.losses);
@@ -130,6 +130,7 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"compute_flops", 6.0 * double(counts.non_embedding) * double(st.tokens)},
                   {"total_flops", fpt * double(st.tokens)},
                   {"final_val_loss", std::isfinite(val_loss) ? json(val_loss) : json()},
+                  {"val_precision", rd.bf16 ? "bf16" : "fp32"},
                   {"val_tokens", val_tokens},
                   {"caps", caps},
                   {"final_train_loss", tail.mean},
@@ -151,7 +152,10 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"param_groups", id.param_groups},
                   {"binding_config", id.binding_config},
                   {"memory", memory},
+                  {"attention_backend", attention},
                   {"config", to_json(cfg)}};
+  // `train eval` evaluates in fp32: a bf16 run records that loss too, to compare with
+  if (rd.bf16) summary["final_val_loss_fp32"] = std::isfinite(val_loss_fp32) ? json(val_loss_fp32) : json();
   if (!cfg.run_group.empty()) summary["group"] = cfg.run_group;  // fit-law: replicates of one configuration
   return summary;
 }
@@ -219,6 +223,9 @@ int run_impl(const TrainConfig& given) {
   model->activation_checkpointing = cfg.activation_checkpointing;
   Optimizer optimizer(*model, cfg, dist);
   const std::vector<torch::Tensor> params = model->parameters();
+  const std::string attention = compat::attention_backend(
+      torch::zeros({cfg.micro_batch, cfg.model.heads(), seq, cfg.model.head_dim},
+                   torch::TensorOptions().device(rd.device).dtype(rd.bf16 ? torch::kBFloat16 : torch::kFloat32)));
   const Multipliers mult = parameterization_multipliers(cfg.model);
   const RunIdentity id{binding_config(cfg),  binding_config(TrainConfig{}), optimizer.groups_json(),
                        dataset.manifest_sha256(), dataset.tokenizer_sha256(), dist.world,
@@ -235,7 +242,7 @@ int run_impl(const TrainConfig& given) {
       " threads (BLAS: " + blas_description() + "), LibTorch " + compat::torch_version() + ", world " +
       std::to_string(dist.world) + "; " + std::to_string(total_steps) + " steps x " + std::to_string(cfg.batch_tokens) +
       " tokens (" + std::to_string(accum) + " x " + std::to_string(cfg.micro_batch) + " x " + std::to_string(seq) +
-      " per rank), warmup " + std::to_string(cfg.warmup()) + "; matmul peak " + fmt("%.4g", peak) + " FLOP/s");
+      " per rank), warmup " + std::to_string(cfg.warmup()) + "; matmul peak " + fmt("%.4g", peak) + " FLOP/s; attention: " + attention);
   const Plan plan = make_plan(plan_options(cfg, dist.world));
   log("memory plan per rank: weights " + format_bytes(double(plan.weights)) + ", gradients " +
       format_bytes(double(plan.gradients)) + ", AdamW moments " + format_bytes(double(plan.moments)) +
@@ -335,6 +342,8 @@ int run_impl(const TrainConfig& given) {
 
   // end of run: validation, final checkpoint, summary
   const double val_loss = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
+  const double val_loss_fp32 =
+      rd.bf16 ? estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, /*bf16=*/false) : val_loss;
   metrics.val(st.step, st.tokens, val_loss);
   auto existing = checkpointer.complete();
   if (existing.empty() || existing.back().first != st.step) save_checkpoint();
@@ -343,7 +352,7 @@ int run_impl(const TrainConfig& given) {
     const int64_t val_tokens = val_windows.defined() ? val_windows.size(0) * seq : 0;
     write_file_atomic(cfg.out + "/summary.json",
                       run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
-                                  memory_json(plan, measured), caps)
+                                  memory_json(plan, measured), caps, attention, val_loss_fp32)
                               .dump(2) +
                           "\n");
     log("done: " + std::to_string(st.step) + " steps, final train loss " + fmt("%.4f", tail_loss(st.losses).mean) +
