@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 
 #include "compat/torch_compat.h"
 #include "model/model.h"
@@ -51,13 +52,13 @@ void debug_kill(const char* where, int64_t step) {
 // One optimizer step's forward/backward over `accum` micro-batches: gradients of the
 // mean loss in .grad; returns the sum of the micro-batch losses. Timings go into rec.
 // With --zero 2 the gradients leave .grad bucket by bucket during each backward
-// (train/zero_gradients.h), unless full_gradients (a probe step).
+// (train/zero_gradients.h), on probe steps too.
 torch::Tensor accumulate_gradients(Transformer& model, Prefetcher& prefetch, const std::vector<torch::Tensor>& params,
-                                   Optimizer& optimizer, bool full_gradients, const TrainConfig& cfg, int64_t accum,
+                                   Optimizer& optimizer, const TrainConfig& cfg, int64_t accum,
                                    const RunDevice& rd, WindowSampler::Cursor& cursor, StepRecord& rec) {
   const int64_t window = cfg.model.seq_len + 1;
   for (auto& p : params) p.mutable_grad() = torch::Tensor();  // the first backward writes, not adds
-  optimizer.begin_gradients(full_gradients);
+  optimizer.begin_gradients();
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(rd.device));
   double forward_s = 0, backward_s = 0;  // host-side phase times (exact on CPU)
   for (int64_t micro = 0; micro < accum; ++micro) {
@@ -290,9 +291,9 @@ int run_impl(const TrainConfig& given) {
       optimizer.set_lr(rec.lr);
       const bool probe_now = probe_steps.count(st.step + 1) > 0;
       torch::Tensor loss_sum =
-          accumulate_gradients(model, prefetch, params, optimizer, probe_now, cfg, accum, rd, st.cursor, rec);
+          accumulate_gradients(model, prefetch, params, optimizer, cfg, accum, rd, st.cursor, rec);
       const auto t_opt = Clock::now();
-      rec.grad_norm = optimizer.reduce_gradients(params, loss_sum, /*full=*/probe_now);
+      rec.grad_norm = optimizer.reduce_gradients(params, loss_sum);
       rec.loss = loss_sum.item<double>() / double(accum);
       if (!std::isfinite(rec.loss) || !std::isfinite(rec.grad_norm)) {
         auto kept = checkpointer.complete();
@@ -301,8 +302,17 @@ int run_impl(const TrainConfig& given) {
                     fmt("%g", rec.grad_norm) + ", lr " + fmt("%g", rec.lr) + "); stopped. Last good checkpoint: " +
                     (kept.empty() ? std::string("none") : kept.back().second) + " (untouched)");
       }
-      if (probe_now && leader)
-        for (auto& r : component_grad_norms(*model)) metrics.grad_norm(st.step + 1, r.layer, r.component, r.norm);
+      if (probe_now) {
+        // under ZeRO no rank holds a whole gradient: the norms from every rank's slice
+        const std::vector<double> squares = optimizer.sharded_gradient_squares();
+        std::unordered_map<const void*, double> square_of;
+        for (size_t i = 0; i < squares.size(); ++i) square_of[params[i].unsafeGetTensorImpl()] = squares[i];
+        GradSquares from_slices;
+        if (!squares.empty()) from_slices = [&](const torch::Tensor& p) { return square_of.at(p.unsafeGetTensorImpl()); };
+        if (leader)
+          for (auto& r : component_grad_norms(*model, from_slices))
+            metrics.grad_norm(st.step + 1, r.layer, r.component, r.norm);
+      }
       const bool clip = cfg.grad_clip > 0 && rec.grad_norm > cfg.grad_clip;
       optimizer.step(clip ? cfg.grad_clip / (rec.grad_norm + 1e-6) : 1.0);
       compat::cuda_synchronize(rd.device);
