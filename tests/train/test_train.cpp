@@ -682,7 +682,7 @@ TEST_CASE("train --zero 2: 2 ranks match plain data parallel, gradients per rank
   auto probed = losses_of("z2p", " --zero 2 --probe-steps 3,5");
   CHECK(probed == sliced);
   // and it holds no more: the run's measured peak is a run's without probe steps
-  CHECK(memory("z2p")["measured"]["peak"].get<int64_t>() <= memory("z2")["measured"]["peak"].get<int64_t>() + 4096);
+  CHECK(double(memory("z2p")["measured"]["peak"].get<int64_t>()) <= 1.02 * double(memory("z2")["measured"]["peak"].get<int64_t>()));
   losses_of("plainp", " --probe-steps 3,5");
   losses_of("z1p", " --zero 1 --probe-steps 3,5");
   auto norms = [&](const std::string& name) {
