@@ -4,7 +4,6 @@
 #include "catch.h"
 
 #include <cstdio>
-#include <sstream>
 
 #include "learnable_shards.h"
 #include "test_support.h"
@@ -25,14 +24,6 @@ std::string rehearse(const std::string& env = "") {
          test::bin("") + " " + env + " scripts/gpu-check.sh --rehearse 2>&1";
 }
 
-int count_lines_starting(const std::string& text, const std::string& prefix) {
-  std::istringstream in(text);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) n += line.rfind(prefix, 0) == 0;
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value and tolerance") {
@@ -40,8 +31,8 @@ TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value an
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   std::printf("%s", r.output.c_str());
-  CHECK(count_lines_starting(r.output, "gpu-check: FAIL") == 0);
-  CHECK(count_lines_starting(r.output, "gpu-check: PASS") >= 18);
+  CHECK(test::count_lines_starting(r.output, "gpu-check: FAIL") == 0);
+  CHECK(test::count_lines_starting(r.output, "gpu-check: PASS") >= 18);
   for (const char* check : {"PASS fp32 cpu vs cpu, head dim 16, steps 1-10: max |dloss|",
                             "PASS fp32 cpu vs cpu, head dim 48", "PASS fp32 cpu vs cpu, head dim 64",
                             "PASS resume after SIGKILL at 15 vs uninterrupted, steps 16-20: max |dloss| 0 within 0.001",
@@ -63,7 +54,7 @@ TEST_CASE("gpu-check --rehearse: a resume without the optimizer state is caught 
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("FAIL resume after SIGKILL at 15 vs uninterrupted, steps 16-20"));
   CHECK_THAT(r.output, Catch::Contains("FAIL ZeRO-2 resume after SIGKILL at 15 vs uninterrupted"));
-  CHECK(count_lines_starting(r.output, "gpu-check: FAIL") == 2);
+  CHECK(test::count_lines_starting(r.output, "gpu-check: FAIL") == 2);
   CHECK_THAT(r.output, Catch::Contains("FAILED: 2 of"));
   CHECK_THAT(r.output, Catch::Contains("testing: GPU_CHECK_PLANT=resume-without-optimizer"));
   // no shard set: said at once
