@@ -52,7 +52,7 @@ for arg in "$@"; do
   case "$arg" in
     --rehearse) DEVICE=cpu ;;
     --no-tests) TESTS=0 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
