@@ -383,7 +383,10 @@ if [ "$TESTS" = 1 ] && [ "$DEVICE" = cuda ] && [ "$rest" -gt 150 ]; then
     grep -m 8 -E "error|undefined reference" "$BUILD.build-all.log" || tail -5 "$BUILD.build-all.log"
   fi
 else
-  say "tests skipped (${rest} s of the ${DEADLINE_S} s deadline left${TESTS:+; the rehearsal never builds them})"
+  why="${rest} s of the ${DEADLINE_S} s deadline left"
+  [ "$TESTS" = 1 ] || why="--no-tests"
+  [ "$DEVICE" = cuda ] || why="the rehearsal never builds them"
+  say "tests skipped ($why)"
 fi
 if [ "$failures" -gt 0 ]; then
   say "FAILED: $failures of $checks checks (the last lines of the train log follow)"
