@@ -98,4 +98,12 @@ std::string read_text(const std::string& path) {
   return buffer.str();
 }
 
+int count_lines_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.rfind(prefix, 0) == 0;
+  return n;
+}
+
 }  // namespace shapelaw::test

@@ -35,5 +35,7 @@ void write_text(const std::string& path, const std::string& content);
 // released): for data-parallel tests that run at the same time as others.
 int free_loopback_port();
 std::string read_text(const std::string& path);
+// Lines of text that start with prefix.
+int count_lines_starting(const std::string& text, const std::string& prefix);
 
 }  // namespace shapelaw::test

@@ -94,6 +94,24 @@ inline torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tenso
   return torch::bmm(torch::softmax(scores, -1), v.reshape({B * H, T, d})).view({B, H, T, d});
 }
 
+// Which kernel causal_attention runs for q, k, v shaped and typed like q ([B, H, T, d]):
+// on CUDA with 2.x SDPA's own dispatcher says (flash, memory-efficient, cuDNN or math,
+// LibTorch's SDPBackend numbering); elsewhere it is the textbook form above.
+inline std::string attention_backend([[maybe_unused]] const torch::Tensor& q) {
+#if SHAPELAW_TORCH_AT_LEAST(2, 1)
+  if (q.is_cuda()) {
+    static const char* const names[] = {"math", "flash_attention", "efficient_attention", "cudnn_attention",
+                                        "overrideable"};
+    const int64_t choice = at::_fused_sdp_choice(q, q, q, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    return choice >= 0 && choice < 5 ? std::string("SDPA ") + names[choice]
+                                     : "SDPA backend " + std::to_string(choice);
+  }
+#elif SHAPELAW_TORCH_AT_LEAST(2, 0)
+  if (q.is_cuda()) return "SDPA (LibTorch 2.0 does not say which kernel)";
+#endif
+  return "textbook (baddbmm, softmax, bmm)";
+}
+
 // bf16 autocast on CUDA for the forward pass (weights and optimizer stay fp32).
 class AutocastBf16 {
  public:

@@ -40,7 +40,12 @@ std::pair<torch::Tensor, torch::Tensor> rope_full_tables(const torch::Tensor& co
   return {torch::cat({c, c}, -1), torch::cat({-s, s}, -1)};
 }
 
-double squared_grad_norm(const std::vector<torch::Tensor>& params) {
+double squared_grad_norm(const std::vector<torch::Tensor>& params, const GradSquares& squared) {
+  if (squared) {
+    double sum = 0;
+    for (auto& p : params) sum += squared(p);
+    return sum;
+  }
   std::vector<torch::Tensor> norms;
   for (auto& p : params)
     if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat32).norm().pow(2));
@@ -174,16 +179,16 @@ torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Te
                             /*small_width=*/config.block_impl == "fused");
 }
 
-std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model) {
+std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model, const GradSquares& squared) {
   std::vector<ComponentNorm> rows;
-  rows.push_back({-1, "embedding", std::sqrt(squared_grad_norm(model.embed->parameters()))});
+  rows.push_back({-1, "embedding", std::sqrt(squared_grad_norm(model.embed->parameters(), squared))});
   for (size_t l = 0; l < model.blocks.size(); ++l) {
     auto& b = model.blocks[l];
-    double attn = squared_grad_norm(b->attn->parameters());
-    double mlp = squared_grad_norm(b->mlp->parameters());
+    double attn = squared_grad_norm(b->attn->parameters(), squared);
+    double mlp = squared_grad_norm(b->mlp->parameters(), squared);
     auto norm_params = b->norm1->parameters();
     for (auto& p : b->norm2->parameters()) norm_params.push_back(p);
-    double norm = squared_grad_norm(norm_params);
+    double norm = squared_grad_norm(norm_params, squared);
     int layer = int(l);
     rows.push_back({layer, "attn", std::sqrt(attn)});
     rows.push_back({layer, "mlp", std::sqrt(mlp)});
@@ -191,8 +196,8 @@ std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model) {
     rows.push_back({layer, "block", std::sqrt(attn + mlp + norm)});
   }
   const int D = int(model.blocks.size());
-  rows.push_back({D, "final_norm", std::sqrt(squared_grad_norm(model.final_norm->parameters()))});
-  if (model.head) rows.push_back({D, "head", std::sqrt(squared_grad_norm(model.head->parameters()))});
+  rows.push_back({D, "final_norm", std::sqrt(squared_grad_norm(model.final_norm->parameters(), squared))});
+  if (model.head) rows.push_back({D, "head", std::sqrt(squared_grad_norm(model.head->parameters(), squared))});
   return rows;
 }
 

@@ -28,6 +28,7 @@
 //   AdamW, block norm gains/shifts and biases (never decayed):
 //     lr, eps          eta, eps           eta, eps             eta * m_d^(alpha-1), eps * m_d^-alpha
 //   embedding, untied head U, final norm: sigma, eta, lambda (matrices only), eps in every case.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -117,7 +118,10 @@ struct ComponentNorm {
   std::string component;
   double norm;
 };
-std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model);
+// squared: a parameter's squared gradient norm, where its .grad is not whole (ZeRO's
+// slices, train/optimizer.h); by default from .grad.
+using GradSquares = std::function<double(const torch::Tensor& param)>;
+std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model, const GradSquares& squared = {});
 
 // Parameters actually allocated by a (small) model: checks count_parameters().
 int64_t allocated_parameter_count(const ModelConfig& config);

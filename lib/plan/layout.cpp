@@ -64,19 +64,20 @@ std::string layout_flags(const Plan& p) {
 std::string format_grid(const std::vector<GridRow>& rows) {
   std::string s;
   char buf[512];
-  const char* head = "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %10s %10s %9s %4s %10s\n";
+  const char* head = "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %6s %10s %10s %9s %4s %10s\n";
   std::snprintf(buf, sizeof buf, head, "run", "D", "W", "params", "tokens", "GPUs", "micro", "recompute", "ZeRO",
-                "peak/GPU", "needs/GPU", "margin", "fits", "GPU-hours");
+                "probes", "peak/GPU", "needs/GPU", "margin", "fits", "GPU-hours");
   s += buf;
   double params = 0, tokens = 0, flops = 0, gpu_hours = 0, peak = 0, required = 0, margin = 1e300;
   int fitting = 0;
   for (auto& r : rows) {
     const Plan& p = r.plan;
     const PlanOptions& o = p.options;
-    std::snprintf(buf, sizeof buf, "%-18s %4d %5d %9s %9s %4d %5lld %9s %4d %10s %10s %9s %4s %10s\n", r.run.c_str(),
+    std::snprintf(buf, sizeof buf, "%-18s %4d %5d %9s %9s %4d %5lld %9s %4d %6lld %10s %10s %9s %4s %10s\n", r.run.c_str(),
                   o.model.depth, o.model.width, fmt("%.3g", double(p.params.total)).c_str(),
                   fmt("%.3g", double(p.tokens)).c_str(), o.world, (long long)o.micro_batch,
-                  o.activation_checkpointing ? "yes" : "no", o.zero, format_bytes(double(p.peak)).c_str(),
+                  o.activation_checkpointing ? "yes" : "no", o.zero, (long long)o.probe_steps,
+                  format_bytes(double(p.peak)).c_str(),
                   format_bytes(double(p.required)).c_str(), format_signed_bytes(double(p.margin)).c_str(), p.fits ? "yes" : "NO",
                   fmt(p.gpu_hours < 10 ? "%.1f" : "%.0f", p.gpu_hours).c_str());
     s += buf;
@@ -89,8 +90,8 @@ std::string format_grid(const std::vector<GridRow>& rows) {
     margin = std::min(margin, double(p.margin));
     fitting += p.fits;
   }
-  std::snprintf(buf, sizeof buf, "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %10s %10s %9s %4s %10s\n", "total", "", "",
-                fmt("%.3g", params).c_str(), fmt("%.3g", tokens).c_str(), "", "", "", "",
+  std::snprintf(buf, sizeof buf, "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %6s %10s %10s %9s %4s %10s\n", "total", "", "",
+                fmt("%.3g", params).c_str(), fmt("%.3g", tokens).c_str(), "", "", "", "", "",
                 ("max " + format_bytes(peak)).c_str(), format_bytes(required).c_str(),
                 ("min " + format_signed_bytes(margin)).c_str(), (std::to_string(fitting) + "/" + std::to_string(rows.size())).c_str(),
                 fmt("%.0f", gpu_hours).c_str());
@@ -108,6 +109,8 @@ std::string format_grid(const std::vector<GridRow>& rows) {
            " allocator reserve + the CUDA runtime (context and cuBLAS: " + format_bytes(double(runtime_overhead_bytes(one))) +
            ", with NCCL's buffers " + format_bytes(double(runtime_overhead_bytes(several))) +
            "); a run fits when its margin is >= 0\n";
+    s += "probes = --probe-steps per run: a probe step is planned as any other (it runs as one: under ZeRO the "
+         "per-layer norms come from the ranks' gradient slices, no gradient is kept whole)\n";
     }
   }
   return s;

@@ -124,16 +124,14 @@ Plan make_plan(const PlanOptions& o) {
   auto required = [&](int64_t peak) {
     return peak + (o.cuda ? int64_t(std::ceil(double(peak) * o.reserve_fraction)) : 0) + p.runtime;
   };
-  // the plan is of the worst step: with probe steps under ZeRO-2, a probe step
-  p.probe_extra = o.probe_steps && o.zero >= 2 ? kFp32 * P : 0;
-  p.peak = state + p.probe_extra + p.activations_used;
+  p.peak = state + p.activations_used;
   p.required = required(p.peak);
   p.reserve = p.required - p.peak - p.runtime;
   p.margin = int64_t(o.gpu_memory) - p.required;
   p.fits = double(p.required) <= o.gpu_memory;
   for (int64_t m = p.sequences_per_rank; m >= 1; --m) {
     if (p.sequences_per_rank % m != 0) continue;
-    if (double(required(state + p.probe_extra + used(activation_bytes(o, m)))) <= o.gpu_memory) {
+    if (double(required(state + used(activation_bytes(o, m)))) <= o.gpu_memory) {
       p.max_micro_batch = m;
       break;
     }
@@ -165,6 +163,7 @@ nlohmann::json to_json(const Plan& p) {
           {"head_loss", !o.cuda && !o.bf16 ? "fused" : "unfused"},
           {"world_size", o.world},
           {"zero", o.zero},
+          {"probe_steps", o.probe_steps},
           {"activation_checkpointing", o.activation_checkpointing},
           {"micro_batch", o.micro_batch},
           {"accumulation", p.accumulation},
@@ -176,7 +175,6 @@ nlohmann::json to_json(const Plan& p) {
             {"gradients", p.gradients},
             {"optimizer_moments", p.moments},
             {"collective_buffers", p.buffers},
-            {"probe_step_extra", p.probe_extra},
             {"activations",
              {{"per_layer", a.per_layer}, {"layer_input", a.layer_input}, {"layer_backward", a.layer_backward},
               {"outside_blocks", a.outside_blocks}, {"head", a.head}, {"weight_copies", a.weight_copies},
@@ -218,6 +216,9 @@ std::string format_plan(const Plan& p) {
        (o.cuda ? "fused" : "textbook") + " attention, world " + std::to_string(o.world) + ", " + zero + ", micro-batch " +
        std::to_string(o.micro_batch) + " x " + std::to_string(p.accumulation) + " accumulated" +
        (o.activation_checkpointing ? ", activation checkpointing" : "") + "\n";
+  if (o.probe_steps)
+    s += "probe steps: " + std::to_string(o.probe_steps) + ", each planned as a normal step (" +
+         (o.zero ? "the per-layer norms from the ranks' gradient slices" : "the per-layer norms from .grad") + ")\n";
   line("weights", double(p.weights), "fp32, 4 B/param");
   line("gradients", double(p.gradients), o.zero >= 2 ? "fp32, sharded over " + std::to_string(o.world) + " ranks" : "fp32");
   line("AdamW moments", double(p.moments),
@@ -226,8 +227,6 @@ std::string format_plan(const Plan& p) {
     line("collective buffers", double(p.buffers),
          "two buckets of " + format_bytes(double(o.bucket_bytes)) + " (--bucket-mb)" +
              (o.zero >= 2 ? ": one staging gradients, one being sent" : ""));
-  if (p.probe_extra)
-    line("probe-step gradients", double(p.probe_extra), "--probe-steps under ZeRO-2: every gradient kept whole on a probe step");
   line("activations", double(p.activations_used), o.activation_checkpointing ? "with recomputation" : "no recomputation");
   line("  per block", double(a.per_layer), "saved for backward");
   line("  without recompute", double(a.without_recompute), "");

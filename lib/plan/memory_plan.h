@@ -26,9 +26,9 @@ struct PlanOptions {
   int zero = 0;                   // 0: plain data parallel; 1: moments sharded; 2: gradients too
   int64_t bucket_bytes = int64_t(25) << 20;  // collective buckets (--bucket-mb)
   bool activation_checkpointing = false;
-  // --probe-steps given: under ZeRO-2 a probe step keeps every gradient whole beside this
-  // rank's fp32 slice (train/zero_gradients.h), 4 bytes per parameter more than a normal step
-  bool probe_steps = false;
+  // how many --probe-steps: each is planned as a normal step, as it runs (under ZeRO the
+  // per-layer norms come from the ranks' gradient slices, no gradient is kept whole)
+  int64_t probe_steps = 0;
   bool cuda = false;              // --device cuda: fused (flash) attention, unfused head loss
   bool bf16 = false;              // bf16 autocast (weights and optimizer stay fp32)
   // bytes per GPU the plan must fit in: an H100 SXM 80GB's total as nvidia-smi reports it
@@ -69,7 +69,6 @@ struct Plan {
   ActivationBytes activations;
   int64_t activations_used = 0;  // with or without recompute, as the options say
   int64_t peak = 0;              // state + activations_used: bytes allocated to tensors at the peak
-  int64_t probe_extra = 0;       // a probe step's bytes above a normal step's (ZeRO-2 with --probe-steps), in peak
   // What a CUDA run holds beyond its tensors (0 on CPU): the allocator's reserve over the
   // peak, and the runtime's own memory outside the allocator (runtime_overhead_bytes).
   int64_t reserve = 0, runtime = 0;

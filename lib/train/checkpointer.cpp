@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -131,7 +132,14 @@ std::string Checkpointer::resume(Transformer& model, Optimizer& optimizer, const
                 id.data_manifest_sha256.substr(0, 12) + "…)");
   try {
     torch::load(model, dir + "/model.pt", device);
-    optimizer.load(dir + "/" + optimizer.file_name(optimizer.sharded() ? dist_->rank : 0), device);
+    // Testing only (scripts/gpu-check.sh proves with it that its resume check can fail):
+    // SHAPELAW_DEBUG_FAULT=resume-without-optimizer plants a broken resume, the AdamW
+    // moments and step count left at zero.
+    const char* fault = std::getenv("SHAPELAW_DEBUG_FAULT");
+    if (fault && std::string(fault) == "resume-without-optimizer")
+      std::fprintf(stderr, "train: debug: SHAPELAW_DEBUG_FAULT=%s: the optimizer state is NOT loaded\n", fault);
+    else
+      optimizer.load(dir + "/" + optimizer.file_name(optimizer.sharded() ? dist_->rank : 0), device);
     std::vector<torch::Tensor> rng;
     torch::load(rng, dir + "/rng.pt");
     compat::set_cpu_rng_state(rng.at(0));

@@ -67,8 +67,8 @@ void Optimizer::set_lr(double base_lr) {
     static_cast<torch::optim::AdamWOptions&>(param_groups[g].options()).lr(base_lr * groups_[g].lr_mult);
 }
 
-void Optimizer::begin_gradients(bool full) {
-  if (sharded_) sharded_->begin_gradients(full);
+void Optimizer::begin_gradients() {
+  if (sharded_) sharded_->begin_gradients();
 }
 
 void Optimizer::end_micro_batch() {
@@ -82,8 +82,12 @@ int64_t Optimizer::gradient_bytes(const std::vector<torch::Tensor>& params) cons
   return bytes;
 }
 
-double Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum, bool full) {
-  if (!sharded_ || full) {
+std::vector<double> Optimizer::sharded_gradient_squares() {
+  return sharded_ ? sharded_->gradient_squares() : std::vector<double>();
+}
+
+double Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) {
+  if (!sharded_) {
     dist_->average_gradients(params, loss_sum);
     return global_grad_norm(params);
   }

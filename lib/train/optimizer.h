@@ -32,14 +32,18 @@ class Optimizer {
  public:
   Optimizer(TransformerImpl& model, const TrainConfig& config, const Distributed& dist = Distributed::single());
   void set_lr(double base_lr);
-  // Around a step's backward passes: before the first micro-batch (full: this step keeps
-  // every gradient whole, for a probe) and after each one. Only --zero 2 acts on them.
-  void begin_gradients(bool full);
+  // Around a step's backward passes: before the first micro-batch and after each one.
+  // Only --zero 2 acts on them.
+  void begin_gradients();
   void end_micro_batch();
   // The gradients averaged over the data-parallel ranks, and their global norm: all of
-  // them all-reduced, or with ZeRO each rank's own slice reduce-scattered, unless `full`
-  // (a probe step reads every layer's gradient). loss_sum is averaged too.
-  double reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum, bool full);
+  // them all-reduced, or with ZeRO each rank's own slice reduce-scattered (a probe step
+  // too). loss_sum is averaged too.
+  double reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum);
+  // After reduce_gradients, with ZeRO (a collective: every rank calls it): each parameter's
+  // squared gradient norm from every rank's slice, in params' order; without ZeRO empty
+  // (every .grad is whole and averaged).
+  std::vector<double> sharded_gradient_squares();
   void step(double clip_scale);  // gradients times clip_scale, one AdamW step
   const std::vector<OptimizerGroup>& groups() const { return groups_; }
   nlohmann::json groups_json() const;  // summary.json "param_groups", checked on resume

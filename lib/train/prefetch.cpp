@@ -59,7 +59,10 @@ void Prefetcher::loop() {
 std::pair<torch::Tensor, torch::Tensor> to_batch(std::vector<int64_t>& tokens, int64_t micro, int64_t window,
                                                  const torch::Device& device) {
   auto t = torch::from_blob(tokens.data(), {micro, window}, torch::kLong);
-  t = device.is_cpu() ? t.clone() : t.to(device);
+  // CUDA: through pinned memory, so that the upload is asynchronous and the host goes on
+  // queueing the forward pass (the caching host allocator keeps the pinned buffer until
+  // the copy has run; `tokens` may go at once, pin_memory copied it)
+  t = device.is_cpu() ? t.clone() : t.pin_memory().to(torch::TensorOptions().device(device), /*non_blocking=*/true);
   return {t.slice(1, 0, window - 1), t.slice(1, 1, window)};
 }
 

@@ -103,6 +103,7 @@ json evaluate_run(const RunEvalOptions& o) {
                  {"capped", capped},
                  {"micro_batch", cfg.micro_batch},
                  {"device", device.str()},
+                 {"precision", "fp32"},  // as summary.json's final_val_loss_fp32 of a bf16 run
                  {"threads", threads},
                  {"loss", std::isfinite(loss) ? json(loss) : json()}};
   if (capped)

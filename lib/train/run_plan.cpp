@@ -12,7 +12,7 @@ PlanOptions plan_options(const TrainConfig& c, int world) {
   o.zero = c.zero;
   o.bucket_bytes = int64_t(c.bucket_mb * double(1 << 20));
   o.activation_checkpointing = c.activation_checkpointing;
-  o.probe_steps = !c.probe_steps.empty();
+  o.probe_steps = int64_t(c.probe_steps.size());
   o.cuda = c.device == "cuda";
   o.bf16 = c.precision == "bf16" || (c.precision == "auto" && o.cuda);
   return o;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "compat/torch_compat.h"
 #include "kernels/kernel_set.h"
@@ -58,13 +59,13 @@ void debug_kill(const char* where, int64_t step) {
 // One optimizer step's forward/backward over `accum` micro-batches: gradients of the
 // mean loss in .grad; returns the sum of the micro-batch losses. Timings go into rec.
 // With --zero 2 the gradients leave .grad bucket by bucket during each backward
-// (train/zero_gradients.h), unless full_gradients (a probe step).
+// (train/zero_gradients.h), on probe steps too.
 torch::Tensor accumulate_gradients(Transformer& model, Prefetcher& prefetch, const std::vector<torch::Tensor>& params,
-                                   Optimizer& optimizer, bool full_gradients, const TrainConfig& cfg, int64_t accum,
+                                   Optimizer& optimizer, const TrainConfig& cfg, int64_t accum,
                                    const RunDevice& rd, WindowSampler::Cursor& cursor, StepRecord& rec) {
   const int64_t window = cfg.model.seq_len + 1;
   for (auto& p : params) p.mutable_grad() = torch::Tensor();  // the first backward writes, not adds
-  optimizer.begin_gradients(full_gradients);
+  optimizer.begin_gradients();
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(rd.device));
   double forward_s = 0, backward_s = 0;  // host-side phase times (exact on CPU)
   for (int64_t micro = 0; micro < accum; ++micro) {
@@ -124,7 +125,7 @@ std::string parameters_sha256(Transformer& model) {
 json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDataset& dataset, const RunDevice& rd,
                  const Distributed& dist, const RunIdentity& id, const Multipliers& m, double val_loss,
                  int64_t val_tokens, double wall, double peak, const json& memory,
-                 const std::vector<std::string>& caps) {
+                 const std::vector<std::string>& caps, const std::string& attention, double val_loss_fp32) {
   const ParamCounts counts = count_parameters(cfg.model);
   const double fpt = flops_per_token(cfg.model);
   const TailLoss tail = tail_loss(st.losses);
@@ -149,6 +150,7 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"compute_flops", 6.0 * double(counts.non_embedding) * double(st.tokens)},
                   {"total_flops", fpt * double(st.tokens)},
                   {"final_val_loss", std::isfinite(val_loss) ? json(val_loss) : json()},
+                  {"val_precision", rd.bf16 ? "bf16" : "fp32"},
                   {"val_tokens", val_tokens},
                   {"caps", caps},
                   {"final_train_loss", tail.mean},
@@ -172,7 +174,10 @@ json run_summary(const TrainConfig& cfg, const TrainState& st, const TokenDatase
                   {"param_groups", id.param_groups},
                   {"binding_config", id.binding_config},
                   {"memory", memory},
+                  {"attention_backend", attention},
                   {"config", to_json(cfg)}};
+  // `train eval` evaluates in fp32: a bf16 run records that loss too, to compare with
+  if (rd.bf16) summary["final_val_loss_fp32"] = std::isfinite(val_loss_fp32) ? json(val_loss_fp32) : json();
   if (!cfg.run_group.empty()) summary["group"] = cfg.run_group;  // fit-law: replicates of one configuration
   return summary;
 }
@@ -246,6 +251,9 @@ int run_impl(const TrainConfig& given) {
   model->activation_checkpointing = cfg.activation_checkpointing;
   Optimizer optimizer(*model, cfg, dist);
   const std::vector<torch::Tensor> params = model->parameters();
+  const std::string attention = compat::attention_backend(
+      torch::zeros({cfg.micro_batch, cfg.model.heads(), seq, cfg.model.head_dim},
+                   torch::TensorOptions().device(rd.device).dtype(rd.bf16 ? torch::kBFloat16 : torch::kFloat32)));
   const Multipliers mult = parameterization_multipliers(cfg.model);
   const RunIdentity id{binding_config(cfg),  binding_config(TrainConfig{}), optimizer.groups_json(),
                        dataset.manifest_sha256(), dataset.tokenizer_sha256(), dist.world,
@@ -262,7 +270,7 @@ int run_impl(const TrainConfig& given) {
       " threads (BLAS: " + blas_description() + "), LibTorch " + compat::torch_version() + ", world " +
       std::to_string(dist.world) + "; " + std::to_string(total_steps) + " steps x " + std::to_string(cfg.batch_tokens) +
       " tokens (" + std::to_string(accum) + " x " + std::to_string(cfg.micro_batch) + " x " + std::to_string(seq) +
-      " per rank), warmup " + std::to_string(cfg.warmup()) + "; matmul peak " + fmt("%.4g", peak) + " FLOP/s");
+      " per rank), warmup " + std::to_string(cfg.warmup()) + "; matmul peak " + fmt("%.4g", peak) + " FLOP/s; attention: " + attention);
   const Plan plan = make_plan(plan_options(cfg, dist.world));
   log("memory plan per rank: weights " + format_bytes(double(plan.weights)) + ", gradients " +
       format_bytes(double(plan.gradients)) + ", AdamW moments " + format_bytes(double(plan.moments)) +
@@ -377,15 +385,24 @@ int run_impl(const TrainConfig& given) {
       optimizer.set_lr(rec.lr);
       const bool probe_now = probe_steps.count(st.step + 1) > 0;
       torch::Tensor loss_sum =
-          accumulate_gradients(model, prefetch, params, optimizer, probe_now, cfg, accum, rd, st.cursor, rec);
+          accumulate_gradients(model, prefetch, params, optimizer, cfg, accum, rd, st.cursor, rec);
       const auto t_opt = Clock::now();
-      rec.grad_norm = optimizer.reduce_gradients(params, loss_sum, /*full=*/probe_now);
+      rec.grad_norm = optimizer.reduce_gradients(params, loss_sum);
       rec.loss = loss_sum.item<double>() / double(accum);
       const auto guard = DivergenceCheck::for_run(st.losses.empty() ? rec.loss : st.losses.front(),
                                                   cfg.model.vocab_size, cfg.divergence_factor);
       if (const std::string why = guard.check(rec.loss, rec.grad_norm); !why.empty()) throw diverged(why, st.step);
-      if (probe_now && leader)
-        for (auto& r : component_grad_norms(*model)) metrics.grad_norm(st.step + 1, r.layer, r.component, r.norm);
+      if (probe_now) {
+        // under ZeRO no rank holds a whole gradient: the norms from every rank's slice
+        const std::vector<double> squares = optimizer.sharded_gradient_squares();
+        std::unordered_map<const void*, double> square_of;
+        for (size_t i = 0; i < squares.size(); ++i) square_of[params[i].unsafeGetTensorImpl()] = squares[i];
+        GradSquares from_slices;
+        if (!squares.empty()) from_slices = [&](const torch::Tensor& p) { return square_of.at(p.unsafeGetTensorImpl()); };
+        if (leader)
+          for (auto& r : component_grad_norms(*model, from_slices))
+            metrics.grad_norm(st.step + 1, r.layer, r.component, r.norm);
+      }
       const bool clip = cfg.grad_clip > 0 && rec.grad_norm > cfg.grad_clip;
       optimizer.step(clip ? cfg.grad_clip / (rec.grad_norm + 1e-6) : 1.0);
       compat::cuda_synchronize(rd.device);
@@ -436,6 +453,8 @@ int run_impl(const TrainConfig& given) {
     log("note: " + caps.back());
   }
   const double val_loss = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
+  const double val_loss_fp32 =
+      rd.bf16 ? estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, /*bf16=*/false) : val_loss;
   metrics.val(st.step, st.tokens, val_loss);
   auto existing = checkpointer.complete();
   if (existing.empty() || existing.back().first != st.step) save_checkpoint();
@@ -443,7 +462,7 @@ int run_impl(const TrainConfig& given) {
   if (leader) {
     const int64_t val_tokens = val_windows.defined() ? val_windows.size(0) * seq : 0;
     json summary = run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
-                               memory_json(plan, measured), caps);
+                               memory_json(plan, measured), caps, attention, val_loss_fp32);
     summary["params_sha256"] = parameters_sha256(model);
     write_file_atomic(cfg.out + "/summary.json", summary.dump(2) + "\n");
     log("done: " + std::to_string(st.step) + " steps, final train loss " + fmt("%.4f", tail_loss(st.losses).mean) +

@@ -69,15 +69,13 @@ void ShardedGradients::attach_hooks() {
   }
 }
 
-void ShardedGradients::begin_step(bool keep_full) {
+void ShardedGradients::begin_step() {
   attach_hooks();
-  keep_full_ = keep_full;
   averaged_ = false;
   slice_.zero_();
 }
 
 void ShardedGradients::on_gradient(size_t i) {
-  if (keep_full_) return;
   torch::Tensor& grad = params_[i].mutable_grad();
   if (!grad.defined()) return;
   torch::NoGradGuard no_grad;
@@ -109,7 +107,6 @@ void ShardedGradients::send(Bucket& b) {
 }
 
 void ShardedGradients::end_micro_batch() {
-  if (keep_full_) return;
   // Buckets still staging (a parameter without a gradient, or a second one) go now, in
   // bucket order: every rank ran the same graph, so every rank sends the same ones.
   for (auto& b : buckets_) {

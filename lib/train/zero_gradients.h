@@ -34,15 +34,14 @@ class ShardedGradients {
   ShardedGradients(const ShardedGradients&) = delete;
   ShardedGradients& operator=(const ShardedGradients&) = delete;
 
-  // Before a step's first micro-batch: the slice back to zero. keep_full: this step keeps
-  // every .grad whole instead (a probe step reads each layer's gradient); the hooks pass.
-  void begin_step(bool keep_full);
+  // Before a step's first micro-batch: the slice back to zero. A probe step is a step like
+  // any other: its per-layer norms come from the slices (ShardedAdamW::gradient_squares).
+  void begin_step();
   // After each micro-batch's backward: sends the buckets still staging (a parameter that
   // got no gradient counts as zeros).
   void end_micro_batch();
   // The slice divided by the ranks: the averaged gradients of [begin, end), fp32.
   const torch::Tensor& average();
-  bool keeping_full() const { return keep_full_; }
   int64_t bytes() const;  // the slice this rank holds between steps
 
   void on_gradient(size_t param);  // called by the hooks
@@ -66,7 +65,7 @@ class ShardedGradients {
   std::vector<uintptr_t> hook_keys_;
   const Distributed& dist_;
   int64_t shard_, begin_, end_;
-  bool keep_full_ = false, averaged_ = false;
+  bool averaged_ = false;
   torch::Tensor slice_;  // [end - begin] fp32
 };
 

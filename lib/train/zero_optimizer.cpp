@@ -25,8 +25,8 @@ ShardedAdamW::ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardS
   if (stage >= 2) grads_ = std::make_unique<ShardedGradients>(params_, shard_, begin_, end_, dist_);
 }
 
-void ShardedAdamW::begin_gradients(bool keep_full) {
-  if (grads_) grads_->begin_step(keep_full);
+void ShardedAdamW::begin_gradients() {
+  if (grads_) grads_->begin_step();
 }
 
 void ShardedAdamW::end_micro_batch() {
@@ -60,6 +60,28 @@ double ShardedAdamW::reduce_gradients() {
   }
   dist_.sum_over_ranks(sum);
   return std::sqrt(sum.item<double>());
+}
+
+std::vector<double> ShardedAdamW::gradient_squares() {
+  torch::NoGradGuard no_grad;
+  const auto options = m_.options().dtype(torch::kFloat64);
+  std::vector<torch::Tensor> squares(params_.size());
+  auto square = [&](const torch::Tensor& piece, size_t i) { squares[i] = piece.to(torch::kFloat64).square().sum(); };
+  // a parameter meets this rank's contiguous slice in one piece at most
+  if (sliced_gradients()) {
+    const torch::Tensor& slice = grads_->average();
+    for_each_flat_piece(params_, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t i) {
+      square(slice.slice(0, at, at + piece.numel()), i);
+    });
+  } else {  // stage 1: .grad averaged over this rank's slice by reduce_gradients' reduce-scatter
+    for_each_flat_piece(gradients(), begin_, end_, [&](torch::Tensor piece, int64_t, size_t i) { square(piece, i); });
+  }
+  for (auto& s : squares)
+    if (!s.defined()) s = torch::zeros({}, options);
+  torch::Tensor all = torch::stack(squares);
+  dist_.sum_over_ranks(all);
+  all = all.cpu().contiguous();
+  return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel());
 }
 
 void ShardedAdamW::step(double clip_scale) {

@@ -34,14 +34,17 @@ class ShardedAdamW {
   ShardedAdamW(std::vector<torch::Tensor> params, std::vector<ShardSettings> settings, double beta1, double beta2,
                const Distributed& dist, int stage = 1);
   void set_lr(double base_lr) { lr_ = base_lr; }
-  // Stage 2: before a step's micro-batches, after each one (train/zero_gradients.h);
-  // keep_full (a probe step) leaves every .grad whole, to be all-reduced.
-  void begin_gradients(bool keep_full);
+  // Stage 2: before a step's micro-batches, after each one (train/zero_gradients.h).
+  void begin_gradients();
   void end_micro_batch();
   // This rank's slice of the gradients averaged over the ranks (stage 1: reduce-scattered
   // in place, the rest of .grad left unaveraged; stage 2: its slice, already summed during
   // backward); returns the norm of all the averaged gradients, from every rank's slice.
   double reduce_gradients();
+  // After reduce_gradients, on every rank (a collective): each parameter's squared norm of
+  // its averaged gradient, summed from every rank's slice. A probe step's per-layer norms
+  // come from these, so it holds no more gradient bytes than any other step.
+  std::vector<double> gradient_squares();
   // One step of this rank's slice with gradients multiplied by clip_scale (gradients
   // already averaged over the ranks), then the all-gather of the parameters.
   void step(double clip_scale);
@@ -63,7 +66,7 @@ class ShardedAdamW {
   int64_t total_ = 0, shard_ = 0, begin_ = 0, end_ = 0, steps_ = 0;
   torch::Tensor m_, v_;  // [end - begin] fp32 on the parameters' device
   std::unique_ptr<ShardedGradients> grads_;  // stage 2
-  bool sliced_gradients() const { return grads_ && !grads_->keeping_full(); }
+  bool sliced_gradients() const { return bool(grads_); }
 };
 
 }  // namespace shapelaw

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""The checks of scripts/gpu-check.sh: reads train's outputs and prints one line per check,
+    gpu-check: PASS <check>: <value> within <tolerance>
+(or FAIL), exiting 1 on a FAIL; `info` lines state measurements that have no tolerance.
+Usage: gpu_check.py <subcommand> ...   (see each function; gpu-check.sh is the only caller)
+"""
+import json
+import math
+import sys
+
+# Dense bf16 tensor-core peak of the specification sheet, by the name torch reports.
+SPEC_BF16_PEAK = [("H200", 989e12), ("H100", 989e12), ("A100", 312e12), ("L40S", 362e12), ("A10G", 70e12)]
+
+
+def say(line):
+    print(f"gpu-check: {line}", flush=True)
+
+
+def verdict(check, value, tolerance, ok):
+    say(f"{'PASS' if ok else 'FAIL'} {check}: {value} within {tolerance}")
+    return 0 if ok else 1
+
+
+def train_losses(run):
+    rows = [json.loads(l) for l in open(run + "/metrics.jsonl") if l.strip()]
+    return {r["step"]: r["loss"] for r in rows if r.get("kind") == "train"}
+
+
+def max_loss_difference(a, b, first):
+    la, lb = train_losses(a), train_losses(b)
+    steps = [s for s in sorted(la) if s >= first]
+    if not steps or any(s not in lb for s in steps):
+        return None, steps
+    if not all(math.isfinite(la[s]) and math.isfinite(lb[s]) for s in steps):
+        return math.inf, steps
+    return max(abs(la[s] - lb[s]) for s in steps), steps
+
+
+def losses(check, a, b, first, tol):
+    """max |loss a - loss b| over the train steps >= first, at most tol"""
+    diff, steps = max_loss_difference(a, b, int(first))
+    if diff is None:
+        return verdict(check, f"steps missing (a {sorted(train_losses(a))}, b {sorted(train_losses(b))})", tol, False)
+    return verdict(f"{check}, steps {steps[0]}-{steps[-1]}", f"max |dloss| {diff:.3g}", f"{float(tol):.3g}",
+                   diff <= float(tol))
+
+
+def sensitivity(check, a, broken, first, tol, ratio):
+    """a planted fault must move the losses by at least ratio x tol: the tolerance can see it"""
+    diff, steps = max_loss_difference(a, broken, int(first))
+    if diff is None:
+        return verdict(check, "steps missing", tol, False)
+    got = diff / float(tol)
+    return verdict(f"{check}, steps {steps[0]}-{steps[-1]}",
+                   f"max |dloss| {diff:.3g} = {got:.3g} x the tolerance {float(tol):.3g}",
+                   f">= {float(ratio):g} x", got >= float(ratio))
+
+
+def read_norms(path):
+    """grad_norms.csv (step,layer,component,norm) or grad_profile.csv (layer,component,norm,...)"""
+    lines = [l.strip().split(",") for l in open(path) if l.strip()]
+    head, rows = lines[0], lines[1:]
+    col = {name: i for i, name in enumerate(head)}
+    key = (lambda r: (r[col["step"]], r[col["layer"]], r[col["component"]])) if "step" in col else \
+          (lambda r: (r[col["layer"]], r[col["component"]]))
+    return {key(r): float(r[col["norm"]]) for r in rows}
+
+
+def norms(check, a, b, rel):
+    """every per-layer gradient norm of b within rel (relative) of a's"""
+    na, nb = read_norms(a), read_norms(b)
+    if not na or set(na) != set(nb):
+        return verdict(check, f"different rows ({len(na)} vs {len(nb)})", rel, False)
+    worst = max(abs(na[k] - nb[k]) / max(abs(na[k]), 1e-30) for k in na)
+    return verdict(f"{check} ({len(na)} norms)", f"max relative difference {worst:.3g}", f"{float(rel):.3g}",
+                   worst <= float(rel))
+
+
+def evaluation(check, record, summary, tol):
+    """train eval's loss against the summary's validation loss of the same precision"""
+    e, s = json.load(open(record)), json.load(open(summary))
+    precision = e.get("precision", "fp32")
+    key = "final_val_loss" if s.get("val_precision", s["precision"]) == precision else "final_val_loss_" + precision
+    if key not in s or s[key] is None or e.get("loss") is None:
+        return verdict(check, f"no {precision} validation loss in the summary (keys {sorted(s)})", tol, False)
+    diff = abs(e["loss"] - s[key])
+    if key != "final_val_loss":
+        say(f"info {check}: summary's {s['precision']} validation loss {s['final_val_loss']:.5f}, "
+            f"its {precision} one {s[key]:.5f}, train eval ({precision}) {e['loss']:.5f}")
+    return verdict(f"{check} ({precision}, {e['target_tokens']} tokens)", f"|eval - summary {key}| {diff:.3g}",
+                   f"{float(tol):.3g}", diff <= float(tol))
+
+
+def memory(check, summary, plan_json, rel):
+    """the plan's allocated peak within rel of the measured one; on CUDA the plan's
+    required bytes cover the allocator's reserved peak"""
+    m = json.load(open(summary))["memory"]
+    p = json.load(open(plan_json))["bytes_per_rank"]
+    meas = m["measured"]
+    ratio = p["peak"] / max(meas["peak"], 1)
+    reserved = meas.get("peak_reserved", -1)
+    say(f"info {check}: plan peak {p['peak'] / 1e9:.4f} GB (activations {p['activations']['used'] / 1e9:.4f}), "
+        f"measured allocated peak {meas['peak'] / 1e9:.4f} GB (activations {meas['activations'] / 1e9:.4f}), "
+        + (f"reserved peak {reserved / 1e9:.4f} GB" if reserved >= 0 else "reserved: none on CPU (tensors counted)"))
+    failed = verdict(f"{check}: plan peak / measured allocated peak", f"{ratio:.3f}",
+                     f"1 +- {float(rel):g}", abs(ratio - 1) <= float(rel))
+    if reserved >= 0:
+        required = m["plan"].get("required", p.get("required", 0))
+        failed |= verdict(f"{check}: measured reserved peak / plan required", f"{reserved / max(required, 1):.3f}",
+                          "<= 1", reserved <= required)
+    return failed
+
+
+def spec_peak(gpu):
+    return next((peak for name, peak in SPEC_BF16_PEAK if name in gpu), None)
+
+
+def throughput(name, run, gpu, reference=None):
+    """tokens/s and MFU of train (steps after the first two), against the specification's
+    peak where known and the matmul peak train measured; the reference's beside it"""
+    rows = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"train"' in l][2:]
+    s = json.load(open(run + "/summary.json"))
+    tps = sum(r["tokens_per_s"] for r in rows) / len(rows)
+    spec = spec_peak(gpu) if s["precision"] == "bf16" else None
+    fpt = s["flops_per_token"]
+    line = (f"info {name:<5} train     {tps:12.0f} tok/s  MFU {100 * fpt * tps / s['peak_flops']:5.1f}% of the measured "
+            f"{s['precision']} matmul peak {s['peak_flops'] / 1e12:.1f} TFLOP/s")
+    if spec:
+        line += f", {100 * fpt * tps / spec:5.1f}% of the specification's {spec / 1e12:.0f} TFLOP/s ({gpu})"
+    say(line + f"; attention: {s.get('attention_backend', '?')}")
+    if reference:
+        r = json.load(open(reference))
+        line = f"info {name:<5} pytorch   {r['tokens_per_s']:12.0f} tok/s  MFU {100 * fpt * r['tokens_per_s'] / s['peak_flops']:5.1f}% measured"
+        if spec:
+            line += f", {100 * fpt * r['tokens_per_s'] / spec:5.1f}% spec"
+        say(line + f"; train / pytorch {tps / r['tokens_per_s']:.2f}x")
+    return 0
+
+
+def summary(check, run, precision, device):
+    """a run's summary: its precision and device, finite losses; its attention backend said"""
+    s = json.load(open(run + "/summary.json"))
+    ok = (s["precision"] == precision and s["device"].startswith(device)
+          and all(isinstance(s.get(k), float) and math.isfinite(s[k]) for k in ("final_train_loss", "final_val_loss")))
+    say(f"info {check}: attention {s.get('attention_backend', '?')}, head dim {s['head_dim']}")
+    return verdict(check, f"{s['precision']} on {s['device']}, train loss {s['final_train_loss']:.4f}, "
+                   f"val {s['final_val_loss'] if s['final_val_loss'] is None else round(s['final_val_loss'], 4)}",
+                   f"{precision} on {device}, finite", ok)
+
+
+if __name__ == "__main__":
+    commands = {f.__name__: f for f in (losses, sensitivity, norms, evaluation, memory, throughput, summary)}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        sys.exit(__doc__)
+    try:
+        sys.exit(commands[sys.argv[1]](*sys.argv[2:]))
+    except (OSError, KeyError, ValueError, IndexError, ZeroDivisionError) as e:
+        say(f"FAIL {sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]}: unreadable outputs ({type(e).__name__}: {e}) "
+            "within a finished run")
+        sys.exit(1)

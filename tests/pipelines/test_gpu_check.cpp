@@ -1,0 +1,64 @@
+// scripts/gpu-check.sh --rehearse: the GPU check's every step on the CPU (Gloo, fp32),
+// with the tools of this build, on a learnable shard set; and the same rehearsal with a
+// broken resume planted (the optimizer state dropped), which it must fail.
+#include "catch.h"
+
+#include <cstdio>
+
+#include "learnable_shards.h"
+#include "test_support.h"
+
+using namespace shapelaw;
+using test::run;
+
+namespace {
+
+const std::string& shards() {
+  static test::TempDir dir;
+  static std::string path = test::write_learnable_shards(dir.path() + "/shards");
+  return path;
+}
+
+std::string rehearse(const std::string& env = "") {
+  return "cd " + test::source("") + " && env GPU_CHECK_DATA=" + shards() + " GPU_CHECK_BIN=" +
+         test::bin("") + " " + env + " scripts/gpu-check.sh --rehearse 2>&1";
+}
+
+}  // namespace
+
+TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value and tolerance") {
+  auto r = run(rehearse());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::printf("%s", r.output.c_str());
+  CHECK(test::count_lines_starting(r.output, "gpu-check: FAIL") == 0);
+  CHECK(test::count_lines_starting(r.output, "gpu-check: PASS") >= 18);
+  for (const char* check : {"PASS fp32 cpu vs cpu, head dim 16, steps 1-10: max |dloss|",
+                            "PASS fp32 cpu vs cpu, head dim 48", "PASS fp32 cpu vs cpu, head dim 64",
+                            "PASS resume after SIGKILL at 15 vs uninterrupted, steps 16-20: max |dloss| 0 within 0.001",
+                            "PASS a resume without the optimizer state vs uninterrupted, steps 16-20",
+                            "PASS ZeRO-2 resume after SIGKILL at 15 vs uninterrupted, steps 16-20",
+                            "PASS a ZeRO-2 resume without its optimizer slice", "PASS gloo on one rank vs no process group",
+                            "PASS probe steps: ZeRO-2's per-layer gradient norms vs plain",
+                            "PASS probe-grads measure on cpu vs cpu", "PASS train eval on cpu vs summary.json",
+                            "PASS memory tiny: plan peak / measured allocated peak", "info tiny  train",
+                            "attention textbook", "bf16 vs fp32: not rehearsed"})
+    CHECK_THAT(r.output, Catch::Contains(check));
+  CHECK_THAT(r.output, Catch::Contains("checks passed in"));
+}
+
+TEST_CASE("gpu-check --rehearse: a resume without the optimizer state is caught and the check exits non-zero") {
+  // testing only: GPU_CHECK_PLANT breaks every resume of the rehearsal
+  auto r = run(rehearse("GPU_CHECK_PLANT=resume-without-optimizer"));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("FAIL resume after SIGKILL at 15 vs uninterrupted, steps 16-20"));
+  CHECK_THAT(r.output, Catch::Contains("FAIL ZeRO-2 resume after SIGKILL at 15 vs uninterrupted"));
+  CHECK(test::count_lines_starting(r.output, "gpu-check: FAIL") == 2);
+  CHECK_THAT(r.output, Catch::Contains("FAILED: 2 of"));
+  CHECK_THAT(r.output, Catch::Contains("testing: GPU_CHECK_PLANT=resume-without-optimizer"));
+  // no shard set: said at once
+  auto none = run("cd " + test::source("") + " && GPU_CHECK_DATA=/nonexistent scripts/gpu-check.sh --rehearse 2>&1");
+  CHECK(none.exit_code == 1);
+  CHECK_THAT(none.output, Catch::Contains("no shard set in /nonexistent") && Catch::Contains("scripts/gpu-deps"));
+}
