@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
-.PHONY: all deps build test fast controls controls-equal-n refit bench-data bench-train bench-fit refit-paper clean help
+.PHONY: all deps build test fast controls controls-equal-n chinchilla refit bench-data bench-train bench-fit refit-paper clean help
 
 # An explicit -j1 here reaches the study (a sub-make would otherwise pick its own default).
 study_jobs = $(if $(filter -j1,$(MAKEFLAGS)),STUDY_JOBS=1)
@@ -25,6 +25,7 @@ help:
 	@echo "make fast         the micro pipeline at FAST=1 (three tiny runs, every stage)"
 	@echo "make controls     the controls study: SP at tuned LRs and CompleteP (pipelines/controls.mk)"
 	@echo "make controls-equal-n   the same plus an equal-parameter depth sweep (report-controls-equal-n/)"
+	@echo "make chinchilla   the micro grid at 20 tokens per parameter, SP and CompleteP (pipelines/chinchilla.mk)"
 	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
 	@echo "make refit-paper  refit the paper's own tables with fit-law"
 	@echo "make clean        remove $(BUILD)/"
@@ -61,6 +62,10 @@ controls: build
 	$(MAKE) -j $(JOBS) -f pipelines/controls.mk
 controls-equal-n: build
 	$(MAKE) -j $(JOBS) -f pipelines/controls.mk equal-n
+
+# the paper's protocol in miniature: a token budget per configuration (report-chinchilla/)
+chinchilla: build
+	$(MAKE) -j $(JOBS) -f pipelines/chinchilla.mk
 
 refit: build
 	$(MAKE) -f pipelines/refit.mk
