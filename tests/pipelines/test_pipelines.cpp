@@ -519,3 +519,35 @@ TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a 
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains(grid + ":1:") && Catch::Contains("sp=1e-3,x"));
 }
+
+TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row's lr, its own directories") {
+  test::TempDir dir;
+  const std::string data = dir.path() + "/data";
+  auto r = run(make("-n -f pipelines/chinchilla.mk DATA=" + data));
+  INFO(r.output.substr(0, 3000));
+  REQUIRE(r.exit_code == 0);
+  const std::string arms = data + "/micro/chinchilla";
+  // the grid's 13 rows (W64 D8, D16 dropped for the 90 minutes), once per arm
+  CHECK(count_lines_containing(r.output, "train --out " + arms + "/sp/runs/") == 13);
+  CHECK(count_lines_containing(r.output, "train --out " + arms + "/completep/runs/") == 13);
+  CHECK(count_lines_containing(r.output, "--tokens-per-param 20 --tokens-per-param-count total ") == 26);
+  CHECK(count_lines_containing(r.output, " --tokens 1179648") == 0);  // no fixed length
+  CHECK(count_lines_containing(r.output, "--param completep --depth-alpha 1 --eps-scope blocks --base-width 16 "
+                                         "--base-depth 1 --depth") == 13);
+  // each row's best lr of the controls (pipelines/grids/chinchilla.grid)
+  CHECK_THAT(r.output, Catch::Contains("train --out " + arms + "/sp/runs/w16-d1-lr3e-2 ") &&
+                           Catch::Contains("--depth 1 --width 16 --lr 3e-2 ") &&
+                           Catch::Contains("train --out " + arms + "/completep/runs/w64-d4-lr3e-2 "));
+  CHECK(r.output.find("w64-d16") == std::string::npos);
+  // τ probes, the fit and each arm's report, then the page
+  CHECK(count_lines_containing(r.output, "probe-grads measure " + arms + "/sp/runs/") == 7);  // D >= 3: 4, 8, 16 at W16, W32; 4 at W64
+  CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla/sp") && Catch::Contains("--out report-chinchilla/completep") &&
+                           Catch::Contains("scripts/make-chinchilla-report --chinchilla " + arms));
+  CHECK_FALSE(fs::exists(data + "/micro/chinchilla/sp/runs"));  // a dry run trains nothing
+  // another budget or count: another stamp (the train command) and its own directories
+  r = run(make("-n -f pipelines/chinchilla.mk DATA=" + data + " TOKENS_PER_PARAM=10 TOKENS_PER_PARAM_COUNT=non-embedding"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_lines_containing(r.output, "train --out " + data + "/micro/chinchilla-10non-embedding/sp/runs/") == 13);
+  CHECK(count_lines_containing(r.output, "--tokens-per-param 10 --tokens-per-param-count non-embedding ") == 26);
+  CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-10non-embedding/sp"));
+}
