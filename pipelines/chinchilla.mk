@@ -9,10 +9,10 @@
 # scripts/make-chinchilla-report writes $(CHINCHILLA_REPORT)/README.md: the budget table
 # (run, D, W, N, tokens, tokens/param, epochs of the training split, lr, val loss) and each
 # arm's verdict.
-#   make chinchilla                        (estimate: ~80 min on 2 cores, docs/benchmarks.md)
+#   make chinchilla                        (estimate: ~60 min on 2 cores, docs/benchmarks.md)
 #   make chinchilla TOKENS_PER_PARAM=10    another budget (its own directories)
 #   make chinchilla TOKENS_PER_PARAM_COUNT=non-embedding   N counted without the embedding
-#   make chinchilla CHINCHILLA_GRID=pipelines/grids/chinchilla-full.grid   W64 D8, D16 too (~4.5 h)
+#   make chinchilla CHINCHILLA_GRID=pipelines/grids/chinchilla-full.grid   W64 D8, D16 too (~3 h)
 # The parameter count (TOKENS_PER_PARAM_COUNT): total by default, Hoffmann et al.'s N (the
 # 20-tokens rule was fitted on total parameters); at this scale the embedding is most of a
 # shallow model (W16 D1: 65536 of 68704), so the non-embedding count would give the
