@@ -551,3 +551,37 @@ TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row
   CHECK(count_lines_containing(r.output, "--tokens-per-param 10 --tokens-per-param-count non-embedding ") == 26);
   CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-10non-embedding/sp"));
 }
+
+TEST_CASE("make-chinchilla-report: the budget table per arm from the runs' summaries (tokens/param, epochs)") {
+  test::TempDir dir;
+  const std::string runs = dir.path() + "/chinchilla", report = dir.path() + "/report",
+                    manifest = dir.path() + "/manifest.json";
+  test::write_text(manifest, R"({"splits": {"train": {"tokens": 1000}}})");
+  auto summary = [&](const std::string& arm, const std::string& id, int depth, int width, int total, int tokens) {
+    fs::create_directories(runs + "/" + arm + "/runs/" + id);
+    nlohmann::json j = {{"run_id", id}, {"depth", depth}, {"width", width},
+                        {"params", {{"total", total}, {"non_embedding", total / 2}, {"paper_12DW2", total / 4}}},
+                        {"tokens", tokens}, {"config", {{"lr", 0.01}}}, {"final_val_loss", 5.123456}};
+    test::write_text(runs + "/" + arm + "/runs/" + id + "/summary.json", j.dump());
+  };
+  const std::string cmd = "cd " + test::source("") + " && scripts/make-chinchilla-report --chinchilla " + runs +
+                          " --report " + report + " --manifest " + manifest + " --tokens-per-param 20 --count ";
+  summary("sp", "w16-d1", 1, 16, 100, 2000);
+  auto r = run(cmd + "total 2>&1");
+  CHECK(r.exit_code != 0);  // the CompleteP arm has no runs: nothing is written
+  CHECK_THAT(r.output, Catch::Contains("no " + runs + "/completep/runs/*/summary.json"));
+  CHECK_FALSE(fs::exists(report + "/README.md"));
+  summary("sp", "w16-d2", 2, 16, 150, 3000);
+  summary("completep", "w16-d1", 1, 16, 100, 2000);
+  r = run(cmd + "total 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string readme = test::read_text(report + "/README.md");
+  CHECK_THAT(readme, Catch::Contains("## SP, best lr") && Catch::Contains("## CompleteP, best base lr"));
+  CHECK_THAT(readme, Catch::Contains("| w16-d1 | 1 | 16 | 100 | 2000 | 20 | 2 | 0.01 | 5.1235 |"));
+  CHECK_THAT(readme, Catch::Contains("| w16-d2 | 2 | 16 | 150 | 3000 | 20 | 3 | 0.01 | 5.1235 |"));
+  // the count chooses the N column and so tokens/param
+  r = run(cmd + "non-embedding 2>&1");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(test::read_text(report + "/README.md"), Catch::Contains("| w16-d1 | 1 | 16 | 50 | 2000 | 40 | 2 |"));
+}
