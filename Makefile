@@ -7,8 +7,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
-.PHONY: all deps build test fast controls controls-equal-n refit bench-data bench-train bench-fit refit-paper clean help \
-  check-reproduced
+.PHONY: all deps build test fast controls controls-equal-n chinchilla refit bench-data bench-train bench-fit refit-paper \
+  clean help check-reproduced
 
 # An explicit -j1 here reaches the study (a sub-make would otherwise pick its own default).
 study_jobs = $(if $(filter -j1,$(MAKEFLAGS)),STUDY_JOBS=1)
@@ -28,6 +28,7 @@ help:
 	@echo "                  bit for bit (FAST=1, SEEDS=: that study's; UPDATE=1 rewrites the expected file)"
 	@echo "make controls     the controls study: SP at tuned LRs and CompleteP (pipelines/controls.mk)"
 	@echo "make controls-equal-n   the same plus an equal-parameter depth sweep (report-controls-equal-n/)"
+	@echo "make chinchilla   the micro grid at 20 tokens per parameter, SP and CompleteP (pipelines/chinchilla.mk)"
 	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
 	@echo "make refit-paper  refit the paper's own tables with fit-law"
 	@echo "make clean        remove $(BUILD)/"
@@ -75,6 +76,10 @@ controls: build
 	$(MAKE) -j $(JOBS) -f pipelines/controls.mk
 controls-equal-n: build
 	$(MAKE) -j $(JOBS) -f pipelines/controls.mk equal-n
+
+# the paper's protocol in miniature: a token budget per configuration (report-chinchilla/)
+chinchilla: build
+	$(MAKE) -j $(JOBS) -f pipelines/chinchilla.mk
 
 refit: build
 	$(MAKE) -f pipelines/refit.mk

@@ -116,8 +116,14 @@ FIT_ARGS ?= -B 200
 endif
 SEQ_LEN ?= 64
 BATCH_TOKENS ?= 2048
+# TOKENS_PER_PARAM=20: each run's length is its own budget, 20 x its parameters (counted by
+# TOKENS_PER_PARAM_COUNT: total | non-embedding | 12DW2; train --tokens-per-param), instead
+# of TOKENS for every run (make chinchilla, pipelines/chinchilla.mk)
+TOKENS_PER_PARAM ?=
+TOKENS_PER_PARAM_COUNT ?= total
+run_length = $(if $(TOKENS_PER_PARAM),--tokens-per-param $(TOKENS_PER_PARAM) --tokens-per-param-count $(TOKENS_PER_PARAM_COUNT),--tokens $(TOKENS))
 TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) --micro-batch 32 \
-  --tokens $(TOKENS) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 --val-every $(VAL_EVERY) \
+  $(run_length) --lr 3e-3 --min-lr 3e-4 --warmup-fraction 0.05 --val-tokens 16384 --val-every $(VAL_EVERY) \
   --checkpoint-every 20 --keep-checkpoints 2 --seed $(SEED) --threads $(THREADS) \
   $(if $(filter-out aten,$(BLOCK_IMPL)),--block-impl $(BLOCK_IMPL)) --kernels $(KERNELS)
 # TRAIN_EXTRA: flags appended to every run (study.mk; the last of a repeated flag wins),

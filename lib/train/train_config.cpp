@@ -4,14 +4,24 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/equal_params.h"
 #include "util/error.h"
 
 namespace shapelaw {
 
 int64_t TrainConfig::total_steps() const {
   if (steps > 0) return steps;
-  if (tokens > 0) return (tokens + batch_tokens - 1) / batch_tokens;
+  const int64_t t = run_tokens();
+  if (t > 0) return (t + batch_tokens - 1) / batch_tokens;
   return 0;
+}
+
+int64_t TrainConfig::run_tokens() const {
+  if (tokens_per_param <= 0) return tokens;
+  if (model.vocab_size <= 0 && tokens_per_param_count == "total")
+    throw Error("train config: --tokens-per-param with the total count needs the vocabulary size (from the data "
+                "or --vocab-size)");
+  return int64_t(std::llround(tokens_per_param * double(parameter_count(count_parameters(model), tokens_per_param_count))));
 }
 
 int64_t TrainConfig::warmup() const {
@@ -50,7 +60,13 @@ void TrainConfig::validate() const {
   auto fail = [](const std::string& m) { throw Error("train config: " + m); };
   if (data.empty()) fail("--data is required (a shard directory or its manifest.json)");
   if (out.empty()) fail("--out is required");
-  if (total_steps() <= 0) fail("give the run length with --steps or --tokens");
+  if (tokens_per_param < 0) fail("--tokens-per-param must be >= 0");
+  if (tokens_per_param > 0 && (steps > 0 || tokens > 0))
+    fail("--tokens-per-param sets the run length: give it, --steps or --tokens, not two of them");
+  if (tokens_per_param_count != "total" && tokens_per_param_count != "non-embedding" && tokens_per_param_count != "12DW2")
+    fail("--tokens-per-param-count must be total, non-embedding or 12DW2 (got '" + tokens_per_param_count + "')");
+  // (the budget's length is known once the data gave the vocabulary: the trainer checks it then)
+  if (tokens_per_param == 0 && total_steps() <= 0) fail("give the run length with --steps, --tokens or --tokens-per-param");
   if (batch_tokens <= 0 || micro_batch <= 0) fail("--batch-tokens and --micro-batch must be positive");
   if (batch_tokens % (int64_t(model.seq_len) * micro_batch) != 0)
     fail("--batch-tokens " + std::to_string(batch_tokens) + " is not a multiple of seq_len x micro_batch = " +

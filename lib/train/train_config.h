@@ -34,7 +34,13 @@ struct TrainConfig {
   int64_t batch_tokens = 262144;  // global batch (256 x 1024), reached by accumulation
   int64_t micro_batch = 8;        // sequences per forward/backward (per rank)
   int64_t steps = 0;              // run length in optimizer steps, or:
-  int64_t tokens = 0;             // run length in tokens (rounded up to whole steps)
+  int64_t tokens = 0;             // run length in tokens (rounded up to whole steps), or:
+  // tokens = tokens_per_param x the model's parameters (Chinchilla's budget, ~20): the
+  // count is "total" (Hoffmann et al.'s N: every parameter, embedding included; the
+  // default, so that at micro scale, where the embedding is most of a shallow model, the
+  // shallow runs are not a few dozen steps), "non-embedding" (Kaplan's N) or "12DW2"
+  double tokens_per_param = 0;
+  std::string tokens_per_param_count = "total";
   uint64_t seed = 42;
   // evaluation, logging, checkpoints
   int64_t val_every = 0;          // steps between validation passes (0: only at the end)
@@ -60,7 +66,10 @@ struct TrainConfig {
   int64_t debug_kill_at_step = 0;
   std::string debug_kill_phase = "step";
 
-  int64_t total_steps() const;     // steps, or ceil(tokens / batch_tokens)
+  int64_t total_steps() const;     // steps, or ceil(run_tokens() / batch_tokens)
+  // --tokens, or the budget tokens_per_param x the counted parameters (rounded to a whole
+  // token); needs model.vocab_size for the "total" count (the trainer fills it first)
+  int64_t run_tokens() const;
   double final_lr() const;         // min_lr, or min_lr_ratio * lr
   int64_t warmup() const;          // resolved warmup steps
   // What the defaults changed for this run, one sentence each ("warmup capped at 10% of
@@ -107,6 +116,14 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"micro_batch", "--micro-batch", "sequences per forward/backward per rank"}, c.micro_batch);
   f(OptionInfo{"steps", "--steps", "run length in optimizer steps"}.no_default(), c.steps);
   f(OptionInfo{"tokens", "--tokens", "run length in tokens (rounded up to whole steps)"}.no_default(), c.tokens);
+  f(OptionInfo{"tokens_per_param", "--tokens-per-param",
+               "run length = this x the model's parameters (Chinchilla: 20), counted by --tokens-per-param-count "
+               "(instead of --tokens/--steps; 0: off)"}.no_default().sweepable(),
+    c.tokens_per_param);
+  f(OptionInfo{"tokens_per_param_count", "--tokens-per-param-count",
+               "the parameters --tokens-per-param counts: total (Hoffmann et al.'s N, embedding included) | "
+               "non-embedding (Kaplan's N) | 12DW2 (the paper's N)"}.sweepable(),
+    c.tokens_per_param_count);
   f(OptionInfo{"seed", "--seed", "seed of initialization and data order"}, c.seed);
   // evaluation, logging, checkpoints
   f(OptionInfo{"val_every", "--val-every", "steps between validation passes (0: end only)"}.runtime(), c.val_every);

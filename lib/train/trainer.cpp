@@ -16,6 +16,7 @@
 
 #include "compat/torch_compat.h"
 #include "kernels/kernel_set.h"
+#include "model/equal_params.h"
 #include "model/model.h"
 #include "model/parameterization.h"
 #include "shards/dataset.h"
@@ -204,6 +205,13 @@ int run_impl(const TrainConfig& given) {
     throw Error("--vocab-size " + std::to_string(cfg.model.vocab_size) + " is smaller than the data's vocabulary (" +
                 std::to_string(dataset.vocab_size()) + ")");
   cfg.model.validate();
+  if (cfg.tokens_per_param > 0) {  // the budget's length needs the vocabulary, known only now
+    if (cfg.total_steps() <= 0)
+      throw Error("--tokens-per-param " + fmt("%g", cfg.tokens_per_param) + " gives a run of no step");
+    log("budget: " + fmt("%g", cfg.tokens_per_param) + " tokens per parameter x " +
+        std::to_string(parameter_count(count_parameters(cfg.model), cfg.tokens_per_param_count)) + " (" +
+        cfg.tokens_per_param_count + ") = " + std::to_string(cfg.run_tokens()) + " tokens");
+  }
   if (cfg.run_id.empty()) {
     fs::path p = fs::path(cfg.out).lexically_normal();
     cfg.run_id = (p.filename().empty() ? p.parent_path().filename() : p.filename()).string();

@@ -514,3 +514,69 @@ TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a 
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains(grid + ":1:") && Catch::Contains("sp=1e-3,x"));
 }
+
+TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row's lr, its own directories") {
+  test::TempDir dir;
+  const std::string data = dir.path() + "/data";
+  auto r = run(make("-n -f pipelines/chinchilla.mk DATA=" + data));
+  INFO(r.output.substr(0, 3000));
+  REQUIRE(r.exit_code == 0);
+  const std::string arms = data + "/micro/chinchilla";
+  // the grid's 13 rows (W64 D8, D16 dropped for the 90 minutes), once per arm
+  CHECK(count_lines_containing(r.output, "train --out " + arms + "/sp/runs/") == 13);
+  CHECK(count_lines_containing(r.output, "train --out " + arms + "/completep/runs/") == 13);
+  CHECK(count_lines_containing(r.output, "--tokens-per-param 20 --tokens-per-param-count total ") == 26);
+  CHECK(count_lines_containing(r.output, " --tokens 1179648") == 0);  // no fixed length
+  CHECK(count_lines_containing(r.output, "--param completep --depth-alpha 1 --eps-scope blocks --base-width 16 "
+                                         "--base-depth 1 --depth") == 13);
+  // each row's best lr of the controls (pipelines/grids/chinchilla.grid)
+  CHECK_THAT(r.output, Catch::Contains("train --out " + arms + "/sp/runs/w16-d1-lr3e-2 ") &&
+                           Catch::Contains("--depth 1 --width 16 --lr 3e-2 ") &&
+                           Catch::Contains("train --out " + arms + "/completep/runs/w64-d4-lr3e-2 "));
+  CHECK(r.output.find("w64-d16") == std::string::npos);
+  // τ probes, the fit and each arm's report, then the page
+  CHECK(count_lines_containing(r.output, "probe-grads measure " + arms + "/sp/runs/") == 7);  // D >= 3: 4, 8, 16 at W16, W32; 4 at W64
+  CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla/sp") && Catch::Contains("--out report-chinchilla/completep") &&
+                           Catch::Contains("scripts/make-chinchilla-report --chinchilla " + arms));
+  CHECK_FALSE(fs::exists(data + "/micro/chinchilla/sp/runs"));  // a dry run trains nothing
+  // another budget or count: another stamp (the train command) and its own directories
+  r = run(make("-n -f pipelines/chinchilla.mk DATA=" + data + " TOKENS_PER_PARAM=10 TOKENS_PER_PARAM_COUNT=non-embedding"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_lines_containing(r.output, "train --out " + data + "/micro/chinchilla-10non-embedding/sp/runs/") == 13);
+  CHECK(count_lines_containing(r.output, "--tokens-per-param 10 --tokens-per-param-count non-embedding ") == 26);
+  CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-10non-embedding/sp"));
+}
+
+TEST_CASE("make-chinchilla-report: the budget table per arm from the runs' summaries (tokens/param, epochs)") {
+  test::TempDir dir;
+  const std::string runs = dir.path() + "/chinchilla", report = dir.path() + "/report",
+                    manifest = dir.path() + "/manifest.json";
+  test::write_text(manifest, R"({"splits": {"train": {"tokens": 1000}}})");
+  auto summary = [&](const std::string& arm, const std::string& id, int depth, int width, int total, int tokens) {
+    fs::create_directories(runs + "/" + arm + "/runs/" + id);
+    nlohmann::json j = {{"run_id", id}, {"depth", depth}, {"width", width},
+                        {"params", {{"total", total}, {"non_embedding", total / 2}, {"paper_12DW2", total / 4}}},
+                        {"tokens", tokens}, {"config", {{"lr", 0.01}}}, {"final_val_loss", 5.123456}};
+    test::write_text(runs + "/" + arm + "/runs/" + id + "/summary.json", j.dump());
+  };
+  const std::string cmd = "cd " + test::source("") + " && scripts/make-chinchilla-report --chinchilla " + runs +
+                          " --report " + report + " --manifest " + manifest + " --tokens-per-param 20 --count ";
+  summary("sp", "w16-d1", 1, 16, 100, 2000);
+  auto r = run(cmd + "total 2>&1");
+  CHECK(r.exit_code != 0);  // the CompleteP arm has no runs: nothing is written
+  CHECK_THAT(r.output, Catch::Contains("no " + runs + "/completep/runs/*/summary.json"));
+  CHECK_FALSE(fs::exists(report + "/README.md"));
+  summary("sp", "w16-d2", 2, 16, 150, 3000);
+  summary("completep", "w16-d1", 1, 16, 100, 2000);
+  r = run(cmd + "total 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string readme = test::read_text(report + "/README.md");
+  CHECK_THAT(readme, Catch::Contains("## SP, best lr") && Catch::Contains("## CompleteP, best base lr"));
+  CHECK_THAT(readme, Catch::Contains("| w16-d1 | 1 | 16 | 100 | 2000 | 20 | 2 | 0.01 | 5.1235 |"));
+  CHECK_THAT(readme, Catch::Contains("| w16-d2 | 2 | 16 | 150 | 3000 | 20 | 3 | 0.01 | 5.1235 |"));
+  // the count chooses the N column and so tokens/param
+  r = run(cmd + "non-embedding 2>&1");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(test::read_text(report + "/README.md"), Catch::Contains("| w16-d1 | 1 | 16 | 50 | 2000 | 40 | 2 |"));
+}

@@ -51,7 +51,7 @@ TEST_CASE("the records' non-binding keys are the option table's runtime rows") {
 TEST_CASE("the sweepable flags: the table's, in train --options-json, README.md and docs/formats.md") {
   const auto flags = sweepable_flags();
   CHECK(flags == std::set<std::string>{"lr", "min-lr", "warmup-fraction", "warmup-steps", "weight-decay", "beta1",
-                                       "beta2", "eps", "grad-clip", "batch-tokens", "init-std"});
+                                       "beta2", "eps", "grad-clip", "batch-tokens", "tokens-per-param", "tokens-per-param-count", "init-std"});
   CHECK(listed_in("README.md", "A row may sweep a flag") == flags);
   CHECK(listed_in("docs/formats.md", "Expansion, in this order") == flags);
   auto r = test::run(test::bin("train") + " --options-json");
