@@ -62,7 +62,7 @@ bench-fit: build
 # the same bits on every x86-64 CPU with AVX2+FMA; UPDATE=1 rewrites the file from this
 # machine's runs (after a retrain that moves the numbers on purpose).
 DATA ?= data
-# (the study directory as micro.mk names it: seeds 42 43 44 by default, SEEDS= another list)
+# (the study directory as micro.mk names it: seeds 42 43 by default, SEEDS= another list)
 REPRODUCE_STUDY ?= $(DATA)/micro/study$(if $(filter 1,$(FAST)),-fast,$(if $(filter command% environment%,$(origin SEEDS)),$(if $(strip $(SEEDS)),-seeds,-1seed)))
 EXPECTED ?= pipelines/expected/$(notdir $(REPRODUCE_STUDY)).json
 check-reproduced:

@@ -68,7 +68,7 @@ study_vars := VOCAB VALIDATION_FRACTION SEED TOKENS THREADS VAL_EVERY BLOCK_IMPL
 overridden := $(strip $(foreach v,$(study_vars),$(if $(filter command% environment%,$(origin $(v))),$(v))))
 FIXED_STUDY ?= $(if $(overridden),$(CONTROLS)/sp-fixed,$(DATA)/micro/study)
 # the default study's seeds (micro.mk), so that arm 1 is its runs; their spread judges every arm
-FIXED_SEEDS ?= $(if $(overridden),$(SEEDS),42 43 44)
+FIXED_SEEDS ?= $(if $(overridden),$(SEEDS),42 43)
 endif
 # the rows of arm 1: those of the default study's grid (its runs are the same runs)
 FIXED_FROM_GRID ?= pipelines/grids/micro.grid
@@ -95,7 +95,7 @@ $(call require_tools,fit-law)
 # lists rewrite them, whatever the files' times
 $(call sync_stamp,$(CONTROLS)/grids.args,$(CONTROLS_GRID) $(FIXED_FROM_GRID) $(FIXED_STUDY) $(FIXED_LR) sp: $(SP_LRS) \
   / $(SP_DEFAULT_LRS) completep: $(CP_LRS) / $(CP_DEFAULT_LRS))
-grid_deps := $(CONTROLS_GRID) $(CONTROLS)/grids.args pipelines/controls.mk scripts/controls-grid
+grid_deps := $(shell scripts/controls-grid files $(CONTROLS_GRID)) $(CONTROLS)/grids.args pipelines/controls.mk scripts/controls-grid
 lrs_opt = $(if $(strip $(1)),--lrs "$(strip $(1))") --default-lrs "$(strip $(2))"
 $(grids)/sp-fixed.grid: $(grid_deps) $(FIXED_FROM_GRID)
 	+@mkdir -p $(@D); scripts/controls-grid fixed $(CONTROLS_GRID) --from $(FIXED_FROM_GRID) > $@.tmp && mv $@.tmp $@

@@ -66,7 +66,12 @@ std::vector<double> ShardedAdamW::gradient_squares() {
   torch::NoGradGuard no_grad;
   const auto options = m_.options().dtype(torch::kFloat64);
   std::vector<torch::Tensor> squares(params_.size());
-  auto square = [&](const torch::Tensor& piece, size_t i) { squares[i] = piece.to(torch::kFloat64).square().sum(); };
+  // the norm reduces the fp32 piece in place (no float64 copy of a slice the size of the
+  // model's gradients): a probe step then holds no more than a normal one, and each square
+  // is computed as the plain path's (model.cpp's squared_grad_norm)
+  auto square = [&](const torch::Tensor& piece, size_t i) {
+    squares[i] = piece.to(torch::kFloat32).norm().pow(2).to(torch::kFloat64);
+  };
   // a parameter meets this rank's contiguous slice in one piece at most
   if (sliced_gradients()) {
     const torch::Tensor& slice = grads_->average();

@@ -660,8 +660,15 @@ TEST_CASE("train --zero 2: 2 ranks match plain data parallel, gradients per rank
   // averaged gradients of plain data parallel, for ZeRO-1 and ZeRO-2 alike.
   auto probed = losses_of("z2p", " --zero 2 --probe-steps 3,5");
   CHECK(probed == sliced);
-  // and it holds no more: the run's measured peak is a run's without probe steps
-  CHECK(double(memory("z2p")["measured"]["peak"].get<int64_t>()) <= 1.02 * double(memory("z2")["measured"]["peak"].get<int64_t>()));
+  // and it holds no more: the run's measured peak is a run's without probe steps. The peak
+  // of two runs differs by ~1-2% run to run (the collectives' buffers), so the bound is half
+  // of what keeping the gradients whole would add (ZeRO-1's gradients less ZeRO-2's, ~9%);
+  // a float64 copy of the slice (as before session 11) added ~2.4% on one CI machine.
+  const int64_t with_probes = memory("z2p")["measured"]["peak"], without = memory("z2")["measured"]["peak"];
+  const int64_t whole = memory("z1")["measured"]["gradients"].get<int64_t>() - memory("z2")["measured"]["gradients"].get<int64_t>();
+  std::printf("ZeRO-2 peak with probe steps %lld bytes, without %lld (keeping the gradients whole would add %lld)\n",
+              (long long)with_probes, (long long)without, (long long)whole);
+  CHECK(with_probes <= without + whole / 2);
   losses_of("plainp", " --probe-steps 3,5");
   losses_of("z1p", " --zero 1 --probe-steps 3,5");
   auto norms = [&](const std::string& name) {
