@@ -16,8 +16,8 @@ struct BrownImportSummary {
 };
 
 // Reads <package_dir>/cats.txt and the document files it lists; writes
-// <out_dir>/{train,validation,test}/chunk1/*.jsonl.zst. Every 50th document goes to
-// validation, the one after it to test (10 + 10 of 500), the rest to train.
+// <out_dir>/{train,validation,test}/chunk1/*.jsonl.zst, split by cats.txt order with
+// SplitRecords's rule (corpus/layout.h: 10 + 10 of 500 held out).
 BrownImportSummary import_brown(const std::string& package_dir, const std::string& out_dir);
 
 }  // namespace shapelaw
