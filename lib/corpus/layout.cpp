@@ -29,7 +29,7 @@ void SplitRecords::add(std::string record) {
   bucket.push_back(std::move(record));
 }
 
-void write_slimpajama(const std::string& out_dir, const SplitRecords& records) {
+ImportSummary write_slimpajama(const std::string& out_dir, const SplitRecords& records, long long words) {
   for (const char* split : {"train", "validation", "test"}) make_directories(out_dir + "/" + split + "/chunk1");
   const size_t per_file = 100;
   const auto& train = records.train;
@@ -39,6 +39,7 @@ void write_slimpajama(const std::string& out_dir, const SplitRecords& records) {
   }
   write_jsonl_zst(out_dir + "/validation/chunk1/example_holdout_0.jsonl.zst", records.validation);
   write_jsonl_zst(out_dir + "/test/chunk1/example_holdout_0.jsonl.zst", records.test);
+  return {int(records.train.size()), int(records.validation.size()), int(records.test.size()), words};
 }
 
 }  // namespace shapelaw

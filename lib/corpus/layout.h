@@ -18,8 +18,14 @@ struct SplitRecords {
   size_t size() const { return train.size() + validation.size() + test.size(); }
 };
 
+// What an importer wrote: documents by split, and its own count of words.
+struct ImportSummary {
+  int train = 0, validation = 0, test = 0;
+  long long words = 0;
+};
+
 // <out_dir>/train/chunk1/example_train_N.jsonl.zst (100 records a file),
 // <out_dir>/{validation,test}/chunk1/example_holdout_0.jsonl.zst; each file atomic.
-void write_slimpajama(const std::string& out_dir, const SplitRecords& records);
+ImportSummary write_slimpajama(const std::string& out_dir, const SplitRecords& records, long long words);
 
 }  // namespace shapelaw

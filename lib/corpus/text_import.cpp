@@ -68,23 +68,19 @@ TextImportSummary import_text_documents(const std::vector<std::string>& inputs, 
                                         const std::string& out_dir) {
   if (set_name.empty()) throw Error("import-text: the set name is empty");
   SplitRecords records;
-  TextImportSummary summary;
+  long long words = 0;
   for (const auto& file : expand(inputs)) {
     std::string text = clean_document(file.path, read_file(file.path));
     bool in_word = false;
     for (unsigned char c : text) {
       bool space = c == ' ' || c == '\n' || c == '\t' || c == '\v' || c == '\f';
-      summary.words += !space && !in_word;
+      words += !space && !in_word;
       in_word = !space;
     }
     nlohmann::json record = {{"text", text}, {"meta", {{"redpajama_set_name", set_name}, {"source", file.source}}}};
     records.add(record.dump());
   }
-  write_slimpajama(out_dir, records);
-  summary.train = int(records.train.size());
-  summary.validation = int(records.validation.size());
-  summary.test = int(records.test.size());
-  return summary;
+  return write_slimpajama(out_dir, records, words);
 }
 
 }  // namespace shapelaw

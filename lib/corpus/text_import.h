@@ -5,12 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "corpus/layout.h"
+
 namespace shapelaw {
 
-struct TextImportSummary {
-  int train = 0, validation = 0, test = 0;
-  long long words = 0;  // whitespace-separated
-};
+using TextImportSummary = ImportSummary;  // words: whitespace-separated
 
 // Each input is a file (one document) or a directory, whose *.txt files are its
 // documents in sorted path order; inputs keep the order given, which is the order
