@@ -19,18 +19,25 @@
 # shallow runs 30-60 steps. The paper is silent on which N its budget counts.
 # The corpus is Brown (1.84M training tokens): the larger runs see it several times; the
 # report gives the epochs of every run (W64 D4: 5.0).
+#   make chinchilla CORPUS=pd-prose        public-domain prose (11.1M training tokens: W64 D4
+#                                          0.8 epochs, W64 D16 of the full grid 1.9), in its own
+#                                          DATA (data/pd-prose: corpus, a tokenizer trained on it,
+#                                          shards, runs) and report-chinchilla-pd-prose/ (docs/corpus.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 
-DATA ?= data
+CORPUS ?= brown
+corpus_is_brown := $(filter brown,$(CORPUS))
+DATA ?= $(if $(corpus_is_brown),data,data/$(CORPUS))
 TOKENS_PER_PARAM ?= 20
 TOKENS_PER_PARAM_COUNT ?= total
 # another budget or count gets its own directories (the shipped report is the default one's)
 budget_default := $(and $(filter 20,$(TOKENS_PER_PARAM)),$(filter total,$(TOKENS_PER_PARAM_COUNT)))
 budget_suffix := $(if $(budget_default),,-$(TOKENS_PER_PARAM)$(TOKENS_PER_PARAM_COUNT))
 CHINCHILLA ?= $(DATA)/micro/chinchilla$(budget_suffix)
-CHINCHILLA_REPORT ?= report-chinchilla$(budget_suffix)
+CHINCHILLA_REPORT ?= report-chinchilla$(budget_suffix)$(if $(corpus_is_brown),,-$(CORPUS))
+corpus_title := $(if $(corpus_is_brown),Brown,$(CORPUS))
 CHINCHILLA_GRID ?= pipelines/grids/chinchilla.grid
 CP_ARGS ?= --param completep --depth-alpha 1 --eps-scope blocks --base-width 16 --base-depth 1
 # One thread per run (as the controls); checkpoints every 250 steps, not the default
@@ -53,15 +60,15 @@ $(CHINCHILLA)/%/grid: $(grid_deps)
 	+@mkdir -p $(@D); scripts/controls-grid arm $* $(CHINCHILLA_GRID) --default-lrs 3e-3 > $@.tmp && mv $@.tmp $@
 
 # arm ARM EXTRA: its runs, τ probes, fit and report, a sub-make of the study pipeline
-arm = +$(MAKE) --no-print-directory -f $(STUDY_MK) DATA=$(DATA) STUDY=$(CHINCHILLA)/$(1) GRID=$(CHINCHILLA)/$(1)/grid \
+arm = +$(MAKE) --no-print-directory -f $(STUDY_MK) CORPUS=$(CORPUS) DATA=$(DATA) STUDY=$(CHINCHILLA)/$(1) GRID=$(CHINCHILLA)/$(1)/grid \
   REPORT_DIR=$(CHINCHILLA_REPORT)/$(1) SEEDS="$(SEEDS)" TOKENS_PER_PARAM=$(TOKENS_PER_PARAM) \
   TOKENS_PER_PARAM_COUNT=$(TOKENS_PER_PARAM_COUNT) \
-  STUDY_TITLE="shapelaw chinchilla ($(1)): Brown, $(TOKENS_PER_PARAM) tokens per $(TOKENS_PER_PARAM_COUNT) parameter" \
+  STUDY_TITLE="shapelaw chinchilla ($(1)): $(corpus_title), $(TOKENS_PER_PARAM) tokens per $(TOKENS_PER_PARAM_COUNT) parameter" \
   TRAIN_EXTRA="$(2)" study
 
 # the data stage once, before the arms (sub-makes would race on it)
 data:
-	+$(MAKE) --no-print-directory -f $(STUDY_MK) DATA=$(DATA) data
+	+$(MAKE) --no-print-directory -f $(STUDY_MK) CORPUS=$(CORPUS) DATA=$(DATA) data
 sp: $(CHINCHILLA)/sp/grid | data
 	$(call arm,sp,$(RUN_ARGS))
 completep: $(CHINCHILLA)/completep/grid | data
@@ -70,4 +77,4 @@ completep: $(CHINCHILLA)/completep/grid | data
 $(CHINCHILLA_REPORT)/README.md: sp completep scripts/make-chinchilla-report
 	scripts/make-chinchilla-report --chinchilla $(CHINCHILLA) --report $(CHINCHILLA_REPORT) \
 	  --manifest $(DATA)/micro/shards/manifest.json --tokens-per-param $(TOKENS_PER_PARAM) \
-	  --count $(TOKENS_PER_PARAM_COUNT)
+	  --count $(TOKENS_PER_PARAM_COUNT) --corpus $(corpus_title)

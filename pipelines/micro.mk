@@ -18,9 +18,15 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 
+# CORPUS: what the data stage fetches and imports (scripts/fetch-corpus, docs/corpus.md):
+# brown, the default, or pd-prose (public-domain prose, 6x Brown). The tokenizer, shards and
+# studies live under DATA, so another corpus gets its own (data/CORPUS) and never mixes
+# with Brown's; its name is in the tokenizer's stamp, so a DATA given by hand retrains.
+CORPUS ?= brown
+corpus_is_brown := $(filter brown,$(CORPUS))
 # (read before DATA and STUDY get their defaults)
-study_is_default := $(and $(filter undefined,$(origin STUDY)),$(filter undefined,$(origin DATA)))
-DATA ?= data
+study_is_default := $(and $(corpus_is_brown),$(filter undefined,$(origin STUDY)),$(filter undefined,$(origin DATA)))
+DATA ?= $(if $(corpus_is_brown),data,data/$(CORPUS))
 VOCAB ?= 2048
 VALIDATION_FRACTION ?= 0.02
 SEED ?= 42
@@ -36,7 +42,9 @@ include pipelines/tools.mk
 include pipelines/stamps.mk
 $(call require_tools,tokenize shard)
 .DEFAULT_GOAL := all
-corpus_dir := $(DATA)/corpus/brown
+corpus_dir := $(DATA)/corpus/$(CORPUS)
+corpus_flag := $(if $(corpus_is_brown),,--corpus $(CORPUS))
+corpus_title := $(if $(corpus_is_brown),Brown corpus,$(CORPUS) corpus)
 corpus := $(corpus_dir)/.complete
 tokenizer := $(DATA)/micro/tokenizer.model
 shards_dir := $(DATA)/micro/shards
@@ -48,9 +56,9 @@ all: data study
 data: $(verified)
 
 $(corpus):
-	scripts/fetch-corpus $(corpus_dir)
+	scripts/fetch-corpus $(strip $(corpus_flag) $(corpus_dir))
 
-$(call sync_stamp,$(DATA)/micro/tokenizer.args,--vocab-size $(VOCAB) --seed $(SEED))
+$(call sync_stamp,$(DATA)/micro/tokenizer.args,--vocab-size $(VOCAB) --seed $(SEED) $(corpus_flag))
 $(call sync_stamp,$(DATA)/micro/shard.args,--seed $(SEED) --validation-fraction $(VALIDATION_FRACTION))
 
 # The tokenizer learns from the training documents only.
@@ -129,7 +137,7 @@ TRAIN_ARGS ?= --seq-len $(SEQ_LEN) --head-dim 16 --batch-tokens $(BATCH_TOKENS) 
   $(if $(filter-out aten,$(BLOCK_IMPL)),--block-impl $(BLOCK_IMPL)) --kernels $(KERNELS)
 # TRAIN_EXTRA: flags appended to every run (study.mk; the last of a repeated flag wins),
 # e.g. the controls study's --param completep ...
-STUDY_TITLE ?= shapelaw micro-study: Brown corpus, $(VOCAB)-token BPE, $(TOKENS) tokens per run
+STUDY_TITLE ?= shapelaw micro-study: $(corpus_title), $(VOCAB)-token BPE, $(TOKENS) tokens per run
 DATA_MANIFEST := $(manifest)
 TOKENIZER_MODEL := $(tokenizer)
 include pipelines/study.mk

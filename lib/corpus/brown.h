@@ -4,20 +4,19 @@
 // so the pipeline reads it exactly as it would read real SlimPajama.
 #include <string>
 
+#include "corpus/layout.h"
+
 namespace shapelaw {
 
 // "The/at Fulton/np-tl ``/`` no/at evidence/nn ''/''" -> "The Fulton \"no evidence\"":
 // drops the tags and rejoins tokens with English spacing; one sentence per line.
 std::string brown_detokenize(const std::string& tagged_text);
 
-struct BrownImportSummary {
-  int train = 0, validation = 0, test = 0;
-  long long words = 0;
-};
+using BrownImportSummary = ImportSummary;
 
 // Reads <package_dir>/cats.txt and the document files it lists; writes
-// <out_dir>/{train,validation,test}/chunk1/*.jsonl.zst. Every 50th document goes to
-// validation, the one after it to test (10 + 10 of 500), the rest to train.
+// <out_dir>/{train,validation,test}/chunk1/*.jsonl.zst, split by cats.txt order with
+// SplitRecords's rule (corpus/layout.h: 10 + 10 of 500 held out).
 BrownImportSummary import_brown(const std::string& package_dir, const std::string& out_dir);
 
 }  // namespace shapelaw

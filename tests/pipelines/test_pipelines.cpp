@@ -556,6 +556,23 @@ TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row
   CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-10non-embedding/sp"));
 }
 
+TEST_CASE("make -n chinchilla CORPUS=pd-prose: its own corpus, tokenizer, runs and report, nothing of Brown's") {
+  test::TempDir dir;
+  const std::string data = dir.path() + "/data";
+  auto r = run(make("-n -f pipelines/chinchilla.mk CORPUS=pd-prose DATA=" + data));
+  INFO(r.output.substr(0, 3000));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("scripts/fetch-corpus --corpus pd-prose " + data + "/corpus/pd-prose"));
+  // the tokenizer learns from the corpus it will encode
+  CHECK_THAT(r.output, Catch::Contains("tokenize train-model " + data + "/corpus/pd-prose/train --vocab-size 2048"));
+  CHECK(count_lines_containing(r.output, "train --out " + data + "/micro/chinchilla/sp/runs/") == 13);
+  CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-pd-prose/sp") &&
+                           Catch::Contains("--count total --corpus pd-prose") &&
+                           Catch::Contains("STUDY_TITLE=\"shapelaw chinchilla (sp): pd-prose, 20 tokens"));
+  CHECK(r.output.find("corpus/brown") == std::string::npos);
+  CHECK(r.output.find("report-chinchilla/") == std::string::npos);
+}
+
 TEST_CASE("make-chinchilla-report: the budget table per arm from the runs' summaries (tokens/param, epochs)") {
   test::TempDir dir;
   const std::string runs = dir.path() + "/chinchilla", report = dir.path() + "/report",
