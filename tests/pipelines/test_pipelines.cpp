@@ -524,12 +524,18 @@ TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a 
   CHECK_THAT(r.output, Catch::Contains(grid + ":1:") && Catch::Contains("sp=1e-3,x"));
 }
 
+// make -n on chinchilla.mk with DATA (and more variables): its plan, which must succeed
+test::CommandResult chinchilla_plan(const std::string& data, const std::string& vars = "") {
+  auto r = run(make("-n -f pipelines/chinchilla.mk " + vars + " DATA=" + data));
+  INFO(r.output.substr(0, 3000));
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
 TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row's lr, its own directories") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data";
-  auto r = run(make("-n -f pipelines/chinchilla.mk DATA=" + data));
-  INFO(r.output.substr(0, 3000));
-  REQUIRE(r.exit_code == 0);
+  auto r = chinchilla_plan(data);
   const std::string arms = data + "/micro/chinchilla";
   // the grid's 13 rows (W64 D8, D16 dropped for the 90 minutes), once per arm
   CHECK(count_lines_containing(r.output, "train --out " + arms + "/sp/runs/") == 13);
@@ -549,8 +555,7 @@ TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row
                            Catch::Contains("scripts/make-chinchilla-report --chinchilla " + arms));
   CHECK_FALSE(fs::exists(data + "/micro/chinchilla/sp/runs"));  // a dry run trains nothing
   // another budget or count: another stamp (the train command) and its own directories
-  r = run(make("-n -f pipelines/chinchilla.mk DATA=" + data + " TOKENS_PER_PARAM=10 TOKENS_PER_PARAM_COUNT=non-embedding"));
-  REQUIRE(r.exit_code == 0);
+  r = chinchilla_plan(data, "TOKENS_PER_PARAM=10 TOKENS_PER_PARAM_COUNT=non-embedding");
   CHECK(count_lines_containing(r.output, "train --out " + data + "/micro/chinchilla-10non-embedding/sp/runs/") == 13);
   CHECK(count_lines_containing(r.output, "--tokens-per-param 10 --tokens-per-param-count non-embedding ") == 26);
   CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-10non-embedding/sp"));
@@ -559,9 +564,7 @@ TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row
 TEST_CASE("make -n chinchilla CORPUS=pd-prose: its own corpus, tokenizer, runs and report, nothing of Brown's") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data";
-  auto r = run(make("-n -f pipelines/chinchilla.mk CORPUS=pd-prose DATA=" + data));
-  INFO(r.output.substr(0, 3000));
-  REQUIRE(r.exit_code == 0);
+  auto r = chinchilla_plan(data, "CORPUS=pd-prose");
   CHECK_THAT(r.output, Catch::Contains("scripts/fetch-corpus --corpus pd-prose " + data + "/corpus/pd-prose"));
   // the tokenizer learns from the corpus it will encode
   CHECK_THAT(r.output, Catch::Contains("tokenize train-model " + data + "/corpus/pd-prose/train --vocab-size 2048"));
