@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "corpus/layout.h"
-#include "tokenizer/utf8_replace.h"
+#include "util/utf8.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 

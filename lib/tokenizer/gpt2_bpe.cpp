@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/utf8_replace.h"
+#include "util/utf8.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/sha256.h"

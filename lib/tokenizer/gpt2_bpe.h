@@ -32,7 +32,7 @@ class Gpt2Bpe {
     explicit Session(const Gpt2Bpe& bpe);
     ~Session();
     // Appends the ids of `text`. Bytes that are not UTF-8 are first replaced by U+FFFD
-    // as node decodes them (utf8_replace.h): the reference never sees them either.
+    // as node decodes them (util/utf8.h): the reference never sees them either.
     void encode(std::string_view text, std::vector<uint32_t>& ids);
 
    private:

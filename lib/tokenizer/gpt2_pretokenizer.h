@@ -23,7 +23,7 @@ class Gpt2Pretokenizer {
     ~Matcher();
     Matcher(const Matcher&) = delete;
     Matcher& operator=(const Matcher&) = delete;
-    // The pieces of `text` (well-formed UTF-8: see utf8_replace.h), in order; they
+    // The pieces of `text` (well-formed UTF-8: see util/utf8.h), in order; they
     // cover the text exactly.
     void split(std::string_view text, std::vector<std::string_view>& pieces);
 

@@ -19,7 +19,7 @@
 #include "tokenizer/gpt2_bpe.h"
 #include "tokenizer/gpt2_pretokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8_replace.h"
+#include "util/utf8.h"
 #include "util/crc32c.h"
 #include "util/little_endian.h"
 #include "util/sha256.h"

@@ -1,4 +1,4 @@
-#include "tokenizer/utf8_replace.h"
+#include "util/utf8.h"
 
 namespace shapelaw {
 
