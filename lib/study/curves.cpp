@@ -25,6 +25,9 @@ std::vector<CurvePoint> law_curves(const nlohmann::json& fit, const std::vector<
   fit::ModelOptions mo;
   mo.phi_relative = fit.contains("options") && fit["options"].value("phi", std::string()) == "relative";
   mo.T_varies = !fit.contains("input") || fit["input"].value("tokens_vary", true);
+  // a law fitted with a held A or constant is in the paper's coordinates (fit/model.h)
+  if (fit.contains("options") && fit["options"].contains("fixed") && fit["options"]["fixed"].is_object())
+    for (auto it = fit["options"]["fixed"].begin(); it != fit["options"]["fixed"].end(); ++it) mo.held.push_back(it.key());
   const std::string n_source =
       fit.contains("options") ? fit["options"].value("n_resolved", std::string("nonembedding")) : "nonembedding";
   int max_depth = 0;
