@@ -246,7 +246,7 @@ TEST_CASE("on the ridge (alpha = 0 and alpha < 0) the Box-Cox fit converges and 
   }
 }
 
-TEST_CASE("--fix A and B_T on a Box-Cox law falls back to the paper's coordinates") {
+TEST_CASE("a Box-Cox law with A and B_T held by --fix falls back to the paper's coordinates") {
   const Planted truth{0.3 * 30, 30 + 2.0, 0.3};
   test::TempDir dir;
   test::write_text(dir.path() + "/t.csv", csv_of(planted_points(truth, 3)));
