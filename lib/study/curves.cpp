@@ -25,9 +25,6 @@ std::vector<CurvePoint> law_curves(const nlohmann::json& fit, const std::vector<
   fit::ModelOptions mo;
   mo.phi_relative = fit.contains("options") && fit["options"].value("phi", std::string()) == "relative";
   mo.T_varies = !fit.contains("input") || fit["input"].value("tokens_vary", true);
-  // a law fitted with a held A or constant is in the paper's coordinates (fit/model.h)
-  if (fit.contains("options") && fit["options"].contains("fixed") && fit["options"]["fixed"].is_object())
-    for (auto it = fit["options"]["fixed"].begin(); it != fit["options"]["fixed"].end(); ++it) mo.held.push_back(it.key());
   const std::string n_source =
       fit.contains("options") ? fit["options"].value("n_resolved", std::string("nonembedding")) : "nonembedding";
   int max_depth = 0;
@@ -43,7 +40,11 @@ std::vector<CurvePoint> law_curves(const nlohmann::json& fit, const std::vector<
     if (!rec || !rec->contains("params")) continue;
     fit::Model law;
     try {
-      law = fit::make_model(name, mo);
+      // a record with A is in the paper's coordinates (held A or constant, or written before
+      // the Box-Cox ones, fit/model.h); one with s in Box-Cox's
+      fit::ModelOptions law_options = mo;
+      law_options.box_cox = !(*rec)["params"].contains("A");
+      law = fit::make_model(name, law_options);
     } catch (const std::exception&) {
       continue;  // a law this build does not know draws no curve
     }
