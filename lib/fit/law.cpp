@@ -509,7 +509,7 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
       // large and cancel, and only s, L1 and alpha describe the fitted surface
       const double alpha = fr.p[m.index_of("alpha")];
       const bool flat = !(std::abs(alpha) > kFlatAlpha);
-      const std::string paper_constant = m.derived.back().first;
+      const std::string paper_constant = m.derived.back().first;  // (model.cpp: A, then the constant)
       for (const std::string& dname : {std::string("A"), paper_constant}) derived[dname]["alpha_near_zero"] = flat;
       if (flat) {
         const std::string msg = m.name + ": alpha = " + std::to_string(alpha) + " (|alpha| <= " +
