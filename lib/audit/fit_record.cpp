@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/numbers.h"
+#include "fit/capacity.h"
 #include "records/versioned_json.h"
 #include "util/error.h"
 
@@ -128,10 +129,12 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
       q.gamma = *g;
       q.mu = *mu;
     }
-    auto A = get(values, {"A"}), alpha = get(values, {"alpha"});
-    if (A && alpha) {
+    // a Box-Cox law (fit/model.h: s, L1, alpha where T is constant) gives A = s/alpha, which is
+    // ±inf at alpha = 0; ΔL at equal tokens needs only A*N^-alpha differences, so L1 is not read
+    auto A = get(values, {"A"}), alpha = get(values, {"alpha"}), s = get(values, {"s"});
+    if (alpha && (A || s)) {
       q.has_capacity = true;
-      q.A = *A;
+      q.A = A ? *A : fit::capacity_A(*s, *alpha);
       q.alpha = *alpha;
     }
     q.phi_relative = phi_mode == "relative";
@@ -177,10 +180,12 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
     law.range = DataRange{interval_at(path, r, "N"), interval_at(path, r, "T"), interval_at(path, r, "D"),
                           interval_at(path, r, "W")};
   }
-  // A ≤ 0 in A/N^α: loss would rise with N, so a redesign's ΔL says nothing (B/T^δ cancels)
-  if (auto it = est.find("A"); it != est.end() && it->second <= 0 && p.has_capacity)
-    law.loss_refused = "the fitted capacity term A/N^alpha has A = " + fixed(it->second, 4) +
-                       " <= 0, so its loss differences are not predictions (--allow-degenerate-law computes them anyway)";
+  // loss not falling with N (s = A*alpha <= 0): a redesign's ΔL says nothing (B/T^δ cancels)
+  if (p.has_capacity && fit::capacity_not_falling(est.count("s") ? est.at("s") : fit::capacity_slope(p.A, p.alpha)))
+    law.loss_refused = "the fitted capacity term A/N^alpha has " +
+                       (p.A <= 0 ? "A = " + fixed(p.A, 4) + " <= 0" : "alpha = " + fixed(p.alpha, 4) + " <= 0 (A = " + fixed(p.A, 4) + ")") +
+                       ": loss does not fall with N (s = A*alpha <= 0), so its loss differences are not predictions "
+                       "(--allow-degenerate-law computes them anyway)";
   if (!p.has_phi) law.loss_note = "no loss prediction: the model has no γ/μ estimates";
   else if (p.has_capacity)
     law.loss_note = "Φ and the capacity term A/N^α from the fit with N as it was fitted (n_source " + law.n_source +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "util/error.h"
 
@@ -18,6 +19,7 @@ const char* const kDataTerm = "c*T^-t t[-2,5]";
 
 struct PaperSpec {
   bool phi = true, with_E = false, power = false, relative = false, T_varies = true;
+  bool box_cox = true;  // the capacity term in Box-Cox coordinates where the law has a constant
 };
 
 Model paper_family(const std::string& name, const PaperSpec& s) {
@@ -27,31 +29,59 @@ Model paper_family(const std::string& name, const PaperSpec& s) {
   m.has_phi = s.phi;
   m.uses_shape = s.phi;
   m.dcrit_form = s.phi ? (s.power ? "power" : "log") : "";
+  // the function family, whatever the coordinates: Box-Cox's surface is A/N^alpha + constant
+  // with its alpha -> 0 limit, so the law stays equivalent to kaplan-E and chinchilla
   m.terms.push_back(kCapacityTerm);
   if (s.T_varies) m.terms.push_back(kDataTerm);
-  if (s.with_E || !s.T_varies) m.terms.push_back("const");
+  const bool has_constant = s.with_E || !s.T_varies;
+  if (has_constant) m.terms.push_back("const");
   if (s.phi)
     m.terms.push_back(std::string("gamma>=0*max(0,D-") + (s.power ? "c[1e-6,1e4]*W^a[-2,3]" : "kappa[0,100]*ln W") +
                       ")/W^mu[0,5]" + (s.relative ? "/dcrit" : ""));
+  // The paper's constant: B/T^delta at one T (B_T), or the irreducible loss E (which absorbs B_T).
+  const std::string paper_constant = !has_constant ? "" : s.with_E ? "E" : "B_T";
+  // Where there is a constant, its sum with A/N^alpha has a ridge A -> ±inf, constant -> ∓inf,
+  // alpha -> 0 (the term becomes c - s*ln N) that LM crawls along in (A, constant, alpha):
+  //   A/N^alpha + C = L1 + s*(N^-alpha - 1)/alpha,   s = A*alpha,   L1 = A + C,
+  // smooth through alpha = 0 and across it (alpha < 0 needs A to pass through infinity).
+  m.box_cox = has_constant && s.box_cox;
   std::string dc = s.power ? "c*W^a" : "kappa*ln W";
   std::string phi = s.relative ? "gamma*max(0, D - " + dc + ")/(W^mu*" + dc + ")"
                                : "gamma*max(0, D - " + dc + ")/W^mu";
-  m.formula = "L = A/N^alpha";
-  m.formula += s.T_varies ? " + B/T^delta" : (s.with_E ? "" : " + B_T");
-  if (s.phi) m.formula += " + " + phi;
-  if (s.with_E) m.formula += " + E";
+  const std::string data_term = s.T_varies ? " + B/T^delta" : "";
+  const std::string phi_term = s.phi ? " + " + phi : "";
+  if (m.box_cox) {
+    m.formula = "L = L1 + s*(N^-alpha - 1)/alpha" + data_term + phi_term + ", i.e. A/N^alpha + " + paper_constant +
+                " with A = s/alpha, " + paper_constant + " = L1 - s/alpha (L1 - s*ln N at alpha = 0)";
+  } else {
+    m.formula = "L = A/N^alpha" + data_term + (s.with_E || s.T_varies ? "" : " + B_T") + phi_term + (s.with_E ? " + E" : "");
+  }
 
-  // linear coefficients
-  m.lin_names.push_back("A");
-  int iB = -1, iG = -1, iE = -1, iBT = -1;
+  // linear coefficients: the capacity term's first, the constant in the paper's place
+  m.lin_names.push_back(m.box_cox ? "s" : "A");
+  int iB = -1, iG = -1, iC = -1;
+  auto add_constant = [&] {
+    iC = (int)m.lin_names.size();
+    m.constant = m.box_cox ? "L1" : paper_constant;
+    m.lin_names.push_back(m.constant);
+  };
   if (s.T_varies) { iB = (int)m.lin_names.size(); m.lin_names.push_back("B"); }
-  else if (!s.with_E) { iBT = (int)m.lin_names.size(); m.lin_names.push_back("B_T"); }
+  else if (!s.with_E) add_constant();
   if (s.phi) { iG = (int)m.lin_names.size(); m.lin_names.push_back("gamma"); }
-  if (s.with_E) { iE = (int)m.lin_names.size(); m.lin_names.push_back("E"); }
+  if (s.with_E) add_constant();
   if (!s.T_varies) {
     m.not_identifiable = {"B", "delta"};
     m.notes.push_back(s.with_E ? "tokens T do not vary: B/T^delta is absorbed into E"
                                : "tokens T do not vary: B/T^delta is fitted as one constant B_T");
+  }
+  if (m.box_cox) {
+    m.notes.push_back("the capacity term is fitted as L1 + s*(N^-alpha - 1)/alpha (smooth through alpha = 0); A = s/alpha "
+                      "and " + paper_constant + " = L1 - s/alpha are derived quantities");
+    // alpha is the first nonlinear parameter: p = [s, ..., L1, ..., alpha, ...]
+    const int iL = iC, ia = m.n_lin();
+    m.derived.push_back({"A", [ia](const Eigen::VectorXd& p) { return capacity_A(p[0], p[ia]); }});
+    m.derived.push_back(
+        {paper_constant, [iL, ia](const Eigen::VectorXd& p) { return p[iL] - capacity_A(p[0], p[ia]); }});
   }
   // nonlinear parameters
   auto add_nl = [&](const std::string& n, double lo, double hi, std::vector<double> grid) {
@@ -77,20 +107,23 @@ Model paper_family(const std::string& name, const PaperSpec& s) {
   m.lin_lo.assign(m.lin_names.size(), -std::numeric_limits<double>::infinity());
   if (iG >= 0) m.lin_lo[iG] = 0;
   const int k = m.n_nl();
-  const bool relative = s.relative, power = s.power;
+  const bool relative = s.relative, power = s.power, box_cox_term = m.box_cox;
+  const int nlin = m.n_lin();
   m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
-    const int nlin = (int)(1 + (iB >= 0) + (iBT >= 0) + (iG >= 0) + (iE >= 0));
     for (int j = 0; j < nlin * k; ++j) dg[j] = 0;
     double lnN = std::log(x.N);
-    g[0] = std::exp(-th[tA] * lnN);
-    dg[0 * k + tA] = -lnN * g[0];
+    if (box_cox_term) {
+      g[0] = box_cox(lnN, th[tA], &dg[0 * k + tA]);
+    } else {
+      g[0] = std::exp(-th[tA] * lnN);
+      dg[0 * k + tA] = -lnN * g[0];
+    }
     if (iB >= 0) {
       double lnT = std::log(x.T);
       g[iB] = std::exp(-th[tD] * lnT);
       dg[iB * k + tD] = -lnT * g[iB];
     }
-    if (iBT >= 0) g[iBT] = 1;
-    if (iE >= 0) g[iE] = 1;
+    if (iC >= 0) g[iC] = 1;
     if (iG >= 0) {
       double lnW = std::log(x.W);
       double wmu = std::exp(-th[tM] * lnW);  // W^-mu
@@ -140,6 +173,7 @@ Model chinchilla(bool T_varies) {
   m.nl_hi.assign(m.nl_names.size(), kExpHi);
   m.nl_grid.assign(m.nl_names.size(), kExponentGrid);
   m.terms = {"const", kCapacityTerm};
+  m.constant = "E";
   if (T_varies) m.terms.push_back(kDataTerm);
   if (!T_varies) {
     m.not_identifiable = {"B", "beta"};
@@ -172,6 +206,7 @@ Model kaplan(bool with_E) {
   m.nl_grid = {kExponentGrid};
   m.terms = {kCapacityTerm};
   if (with_E) m.terms.push_back("const");
+  if (with_E) m.constant = "E";
   if (!with_E) m.derived = {{"Nc", [](const Eigen::VectorXd& p) { return std::pow(p[0], 1.0 / p[1]); }}};
   m.basis = [=](const Point& x, const double* th, double* g, double* dg) {
     int iA = with_E ? 1 : 0;
@@ -210,6 +245,64 @@ Model tau_model(bool power) {
 }
 
 }  // namespace
+
+double box_cox(double lnN, double alpha, double* d_alpha) {
+  // With u = -alpha*ln N: (N^-alpha - 1)/alpha = -ln N * h(u), h(u) = (e^u - 1)/u, and
+  // d/dalpha = ln²N * h'(u), h'(u) = ((u - 1)e^u + 1)/u². Both closed forms cancel near u = 0
+  // (h' loses ~eps/u² of its value), so h' comes from its series there: Σ_{k>=1} k u^(k-1)/(k+1)!.
+  const double u = -alpha * lnN;
+  const double h = u == 0 ? 1.0 : std::expm1(u) / u;
+  if (d_alpha) {
+    double dh;
+    if (std::abs(u) < 0.1) {
+      dh = 0;
+      double term = 1;  // u^(k-1)/(k+1)!, from k = 1: 1/2
+      for (int k = 1; k <= 12; ++k) {
+        term = k == 1 ? 0.5 : term * u / (k + 1);
+        dh += k * term;
+      }
+    } else {
+      dh = ((u - 1) * std::exp(u) + 1) / (u * u);
+    }
+    *d_alpha = lnN * lnN * dh;
+  }
+  return -lnN * h;
+}
+
+bool nested_start(const Model& from, const Eigen::VectorXd& p, const Model& to, Eigen::VectorXd& start) {
+  const auto names = from.param_names();
+  std::map<std::string, double> v;
+  for (size_t q = 0; q < names.size(); ++q) v[names[q]] = p[q];
+  // the capacity term between A/N^alpha + C and L1 + s*(N^-alpha - 1)/alpha; a law without a
+  // constant has C = 0 (the extra term at 0, the same function)
+  if (from.box_cox != to.box_cox && v.count("alpha")) {
+    const double alpha = v["alpha"];
+    if (from.box_cox) {  // to the paper's coordinates: only where alpha is off the ridge
+      if (to.constant.empty() || !(std::abs(alpha) > 0)) return false;
+      const double A = capacity_A(v["s"], alpha);
+      v[to.constant] = v["L1"] - A;
+      v["A"] = A;
+      v.erase("s");
+      v.erase("L1");
+    } else if (v.count("A")) {
+      double C = 0;
+      if (!from.constant.empty()) {
+        C = v[from.constant];
+        v.erase(from.constant);
+      }
+      v["s"] = capacity_slope(v["A"], alpha);
+      v["L1"] = v["A"] + C;
+      v.erase("A");
+    }
+  }
+  start = Eigen::VectorXd::Zero(to.n_params());
+  for (const auto& [name, value] : v) {
+    const int q = to.index_of(name);
+    if (q < 0) return false;
+    start[q] = value;
+  }
+  return true;
+}
 
 std::vector<std::string> Model::param_names() const {
   std::vector<std::string> names = lin_names;
@@ -305,6 +398,10 @@ Model make_model(const std::string& name, const ModelOptions& o) {
   PaperSpec s;
   s.relative = o.phi_relative;
   s.T_varies = o.T_varies;
+  s.box_cox = o.box_cox;
+  // a held A or constant is a value in the paper's coordinates: fit the law in them
+  for (const char* paper : {"A", "B_T", "E"})
+    if (std::find(o.held.begin(), o.held.end(), paper) != o.held.end()) s.box_cox = false;
   if (name == "paper-log") return paper_family(name, s);
   if (name == "paper-power") { s.power = true; return paper_family(name, s); }
   if (name == "no-phi") { s.phi = false; return paper_family(name, s); }

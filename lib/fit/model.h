@@ -9,6 +9,8 @@
 
 #include <Eigen/Dense>
 
+#include "fit/capacity.h"
+
 namespace shapelaw::fit {
 
 struct Point {
@@ -31,6 +33,11 @@ struct Model {
   std::vector<std::string> not_identifiable;  // paper names dropped because inputs do not vary
   std::vector<std::string> notes;
   std::string dcrit_form;  // "", "log" (kappa) or "power" (c, a)
+  // The capacity term A/N^alpha + constant fitted as L1 + s*(N^-alpha - 1)/alpha (s = A*alpha,
+  // L1 = A + constant): one smooth surface through alpha = 0, where A and the constant run off
+  // to ±infinity together. A and the constant are then derived quantities.
+  bool box_cox = false;
+  std::string constant;  // the constant linear coefficient ("B_T", "E", "L1"), "" if none
   bool has_phi = false, uses_T = false;
   bool uses_shape = false;  // needs depth and width (Φ, τ(W))
   // The function family as additive terms with their bounds, names aside ("c*N^-t t[-2,5]",
@@ -64,7 +71,22 @@ std::vector<std::string> fix_parameters(Model& m, const std::vector<std::pair<st
 struct ModelOptions {
   bool phi_relative = false;  // Φ = γ·max(0,D−D_crit)/(W^μ·D_crit) instead of /W^μ
   bool T_varies = true;       // false: B/T^δ collapses to a constant (not identifiable)
+  // false: the paper family's capacity term in the paper's coordinates A/N^alpha + constant
+  // (as before Box-Cox; the tests compare the two)
+  bool box_cox = true;
+  // parameters --fix holds: a held A, B_T or E is a value in the paper's coordinates, so the
+  // law is then fitted in them rather than in Box-Cox ones
+  std::vector<std::string> held;
 };
+
+// (N^-alpha - 1)/alpha at ln N = lnN, smooth through alpha = 0 (-> -ln N); *d_alpha its
+// derivative in alpha (when non-null), free of cancellation near alpha = 0.
+double box_cox(double lnN, double alpha, double* d_alpha);
+
+// The parameters of law `from` at p as a start for law `to`: shared names carried over, the
+// capacity term converted between A/N^alpha + constant and the Box-Cox coordinates, the
+// terms `to` has beyond `from` at 0. False when `to` cannot express `from` (not nested).
+bool nested_start(const Model& from, const Eigen::VectorXd& p, const Model& to, Eigen::VectorXd& start);
 
 // Every registered name, in display order, with its response and one-line description.
 struct ModelInfo {

@@ -155,6 +155,17 @@ std::string render_text(const json& rec, bool md) {
         os << " " << g(a["width"], 6) << "->" << g(a["estimate"], 3) << ci(a["ci95_bootstrap"], 3);
       os << "\n";
     }
+    if (m.contains("derived")) {  // the law's own (kaplan's Nc, a Box-Cox law's A and constant)
+      std::string line;
+      bool flat = false;
+      for (auto it = m["derived"].begin(); it != m["derived"].end(); ++it)
+        if (it.value().contains("estimate")) {
+          line += " " + it.key() + " = " + g(it.value()["estimate"], 6) + ci(it.value()["ci95_bootstrap"], 3);
+          flat = flat || it.value().value("alpha_near_zero", false);
+        }
+      if (!line.empty())
+        os << (md ? "\n" : "") << "derived:" << line << (flat ? " (alpha ~ 0: not estimates, see the notes)" : "") << "\n";
+    }
     if (m.contains("derived") && m["derived"].contains("compute_optimal")) {
       const json& co = m["derived"]["compute_optimal"];
       const bool with_shapes = co.value("shapes", true);
@@ -297,8 +308,11 @@ std::string render_csv(const json& rec) {
       else
         c.row(name, "note", "compute_optimal", nullptr, nullptr, nullptr, nullptr, co.value("reason", std::string()));
     }
-    if (m.contains("derived") && m["derived"].contains("Nc"))
-      c.row(name, "derived", "Nc", m["derived"]["Nc"]["estimate"], nullptr, m["derived"]["Nc"]["ci95_bootstrap"]);
+    if (m.contains("derived"))  // the law's own (kaplan's Nc, a Box-Cox law's A and constant)
+      for (auto it = m["derived"].begin(); it != m["derived"].end(); ++it)
+        if (it.value().contains("estimate"))
+          c.row(name, "derived", it.key(), it.value()["estimate"], nullptr, it.value()["ci95_bootstrap"], nullptr,
+                it.value().value("alpha_near_zero", false) ? "alpha_near_zero" : "");
     for (const auto& ni : m["not_identifiable"]) c.row(name, "not_identifiable", ni.get<std::string>());
     for (const auto& note : m["notes"]) c.row(name, "note", "", nullptr, nullptr, nullptr, nullptr, note);
   }

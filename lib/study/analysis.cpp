@@ -39,7 +39,7 @@ json law_json(const LawEvidence& l) {
           {"selected", l.selected}, {"phi_selected", l.phi_selected}, {"flags", l.flags}, {"usable", l.usable()},
           {"kappa", std::isfinite(l.kappa) ? json(l.kappa) : json(nullptr)}, {"kappa_at_bound", l.kappa_at_bound},
           {"dcrit_below_grid", l.dcrit_below_grid}, {"capacity_degenerate", l.capacity_degenerate},
-          {"A", l.A}, {"alpha", l.alpha}, {"sentence", law_sentence(l)}};
+          {"s", l.s}, {"A", l.A}, {"alpha", l.alpha}, {"sentence", law_sentence(l)}};
 }
 json arm_json(const Arm& a) {
   json j = {{"name", a.name}, {"title", a.title}};

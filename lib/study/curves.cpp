@@ -40,7 +40,11 @@ std::vector<CurvePoint> law_curves(const nlohmann::json& fit, const std::vector<
     if (!rec || !rec->contains("params")) continue;
     fit::Model law;
     try {
-      law = fit::make_model(name, mo);
+      // a record with A is in the paper's coordinates (held A or constant, or written before
+      // the Box-Cox ones, fit/model.h); one with s in Box-Cox's
+      fit::ModelOptions law_options = mo;
+      law_options.box_cox = !(*rec)["params"].contains("A");
+      law = fit::make_model(name, law_options);
     } catch (const std::exception&) {
       continue;  // a law this build does not know draws no curve
     }

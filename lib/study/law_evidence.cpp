@@ -6,8 +6,6 @@
 
 namespace shapelaw::study {
 
-bool capacity_is_degenerate(double A, double alpha) { return A <= 0 || alpha <= 0.01; }
-
 namespace {
 const nlohmann::json* model_named(const nlohmann::json& fit, const std::string& name) {
   if (!fit.contains("models") || !fit["models"].is_array()) return nullptr;
@@ -54,9 +52,12 @@ LawEvidence law_evidence(const nlohmann::json& fit, const std::string& path, con
       if (text.find("LR test paper-log vs no-phi") != std::string::npos) ev.flags.push_back(text);
     }
   if (const nlohmann::json* m = model_named(fit, "paper-log")) {
-    ev.A = estimate(*m, "A", 1);
+    // paper-log in Box-Cox coordinates (s, L1, alpha: T constant) or the paper's (A, alpha)
     ev.alpha = estimate(*m, "alpha", 1);
-    ev.capacity_degenerate = capacity_is_degenerate(ev.A, ev.alpha);
+    const bool box_cox = m->contains("params") && (*m)["params"].contains("s");
+    ev.s = box_cox ? estimate(*m, "s", 1) : fit::capacity_slope(estimate(*m, "A", 1), ev.alpha);
+    ev.A = box_cox ? fit::capacity_A(ev.s, ev.alpha) : estimate(*m, "A", 1);
+    ev.capacity_degenerate = capacity_is_degenerate(ev.s, ev.alpha);
     ev.kappa = estimate(*m, "kappa", NAN);
     ev.kappa_at_bound = m->contains("params") && (*m)["params"].contains("kappa") &&
                         (*m)["params"]["kappa"].value("at_bound", false);

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fit/capacity.h"
+
 namespace shapelaw::study {
 
 struct LawEvidence {
@@ -22,13 +24,13 @@ struct LawEvidence {
   bool dcrit_below_grid = false;
   bool kappa_at_bound = false;
   double kappa = 0;
-  bool capacity_degenerate = false;  // A ≤ 0 or α ≤ 0.01 in paper-log (capacity_is_degenerate)
-  double A = 0, alpha = 0;
+  bool capacity_degenerate = false;  // s ≤ 0 or α ≤ 0.01 in paper-log (capacity_is_degenerate)
+  double s = 0, A = 0, alpha = 0;      // A = s/α (derived when the record is in Box-Cox coordinates)
   bool usable() const { return tested && flags.empty(); }
 };
-// The one rule both reports use: A law whose capacity term A/N^α has collapsed (A ≤ 0, or
-// α ≤ 0.01: flat in N over any grid) leaves Φ to carry every difference between runs.
-bool capacity_is_degenerate(double A, double alpha);
+// The one rule both reports use (fit/capacity.h): a capacity term with slope s = A·α ≤ 0 (loss
+// not falling with N) or α ≤ 0.01 (flat in N over any grid) leaves Φ to carry every difference.
+using fit::capacity_is_degenerate;
 
 // widths, min_depth: the study's grid. Throws Error naming the file on a record that is not one.
 LawEvidence law_evidence(const nlohmann::json& fit, const std::string& path, const std::vector<int>& widths,

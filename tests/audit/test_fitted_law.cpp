@@ -107,6 +107,37 @@ TEST_CASE("a fitted law with a non-positive capacity term gives no loss differen
   CHECK(json::parse(fine.output.substr(fine.output.find('{')))["tables"][0]["rows"][0]["delta_loss"].is_number());
 }
 
+TEST_CASE("a Box-Cox fit record (s, L1, alpha) gives the loss differences of its paper-coordinates twin") {
+  test::TempDir dir;
+  const std::string plain = dir.path() + "/plain.json", bc = dir.path() + "/bc.json", models = dir.path() + "/models.csv";
+  test::write_text(plain, small_fit(8.0).dump());
+  // A = 8, B_T = 4, alpha = 0.3 as fit-law writes it at constant T: s = A*alpha, L1 = A + B_T
+  json box_cox = small_fit(8.0);
+  json& m = box_cox["models"][0];
+  m["param_names"] = {"s", "L1", "gamma", "alpha", "mu", "kappa"};
+  m["params"].erase("A");
+  m["params"].erase("B_T");
+  m["params"]["s"] = {{"estimate", 8.0 * 0.3}};
+  m["params"]["L1"] = {{"estimate", 8.0 + 4.0}};
+  test::write_text(bc, box_cox.dump());
+  test::write_text(models, "name,depth,width,vocab\ndeep,16,32,2048\n");
+  auto delta = [&](const std::string& fit) {
+    auto r = test::run(audit() + " " + models + " --law " + fit + " --format json");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.output.substr(r.output.find('{')))["tables"][0]["rows"][0]["delta_loss"];
+  };
+  const json a = delta(plain), b = delta(bc);
+  REQUIRE(a.is_number());
+  REQUIRE(b.is_number());
+  CHECK(b.get<double>() == Approx(a.get<double>()).epsilon(1e-12));
+  // s <= 0: loss does not fall with N, refused as A <= 0 is
+  m["params"]["s"]["estimate"] = -0.3;
+  test::write_text(bc, box_cox.dump());
+  auto r = test::run(audit() + " " + models + " --law " + bc + " --format json");
+  CHECK_THAT(r.output, Catch::Contains("loss does not fall with N"));
+}
+
 TEST_CASE("audit --dcrit-only quotes the fitted law's D_crit with its extrapolation flags and nothing derived from it") {
   test::TempDir dir;
   const std::string fit = dir.path() + "/fit.json", models = dir.path() + "/models.csv";

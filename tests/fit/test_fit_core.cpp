@@ -226,9 +226,10 @@ TEST_CASE("planted paper-log parameters are recovered, and B and delta are not i
   ModelOptions mo;
   mo.T_varies = false;
   Model m = make_model("paper-log", mo);
-  REQUIRE(m.param_names() == std::vector<std::string>{"A", "B_T", "gamma", "alpha", "mu", "kappa"});
+  // the capacity term in Box-Cox coordinates (T constant): s = A*alpha, L1 = A + B_T
+  REQUIRE(m.param_names() == std::vector<std::string>{"s", "L1", "gamma", "alpha", "mu", "kappa"});
   CHECK(m.not_identifiable == std::vector<std::string>{"B", "delta"});
-  VectorXd truth = vec({40, 1.5, 0.5, 0.25, 0.5, 2.5});
+  VectorXd truth = vec({40 * 0.25, 40 + 1.5, 0.5, 0.25, 0.5, 2.5});  // A = 40, B_T = 1.5
   auto pts = synth(m, truth, depth_width_grid(6.4e9), 0.002, 5);
   for (auto kind : {Objective::LeastSquares, Objective::Huber}) {
     FitOptions o;

@@ -168,6 +168,30 @@ TEST_CASE("law evidence: fit-law's flags, a critical depth below the grid and a 
                     Catch::Contains("x/fit.json") && Catch::Contains("not a fit-law record"));
 }
 
+TEST_CASE("law evidence reads a Box-Cox paper-log (s, L1, alpha): the slope decides, A = s/alpha is derived") {
+  const std::vector<int> widths = {16, 32, 64};
+  auto box_cox = [](double s, double alpha) {
+    json f = fit_record(2.43, 0, alpha);
+    json& params = f["models"][0]["params"];
+    params.erase("A");
+    params["s"] = {{"estimate", s}};
+    params["L1"] = {{"estimate", 5.0}};
+    return f;
+  };
+  auto falling = study::law_evidence(box_cox(2.4, 0.3), "fit.json", widths, 1);
+  CHECK_FALSE(falling.capacity_degenerate);
+  CHECK(falling.s == 2.4);
+  CHECK(falling.A == Approx(8));
+  // alpha < 0 with s > 0: loss still falls with N, but alpha <= 0.01 is flat by the rule
+  CHECK(study::law_evidence(box_cox(0.1, -0.05), "fit.json", widths, 1).capacity_degenerate);
+  // loss rising with N (s < 0) is degenerate at any alpha
+  auto rising = study::law_evidence(box_cox(-0.3, 0.3), "fit.json", widths, 1);
+  CHECK(rising.capacity_degenerate);
+  CHECK(study::law_sentence(rising).find("capacity term is degenerate (A = -1") != std::string::npos);
+  // the paper's coordinates give the same rule through s = A*alpha
+  CHECK(study::law_evidence(fit_record(2.43, -1, 0.3), "fit.json", widths, 1).s == Approx(-0.3));
+}
+
 TEST_CASE("law curves are the law's own predict at the record's estimates") {
   test::TempDir dir;
   const auto runs = study::read_runs(write_all(dir.path(), {{"w16-d1", 1, 16, 3e-3, 5.2}, {"w16-d4", 4, 16, 3e-3, 5.3}}));
