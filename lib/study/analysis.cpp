@@ -38,7 +38,10 @@ json law_json(const LawEvidence& l) {
   return {{"tested", l.tested}, {"statistic", l.statistic}, {"df", l.df}, {"p_value", l.p_value},
           {"selected", l.selected}, {"phi_selected", l.phi_selected}, {"flags", l.flags}, {"usable", l.usable()},
           {"kappa", std::isfinite(l.kappa) ? json(l.kappa) : json(nullptr)}, {"kappa_at_bound", l.kappa_at_bound},
-          {"dcrit_below_grid", l.dcrit_below_grid}, {"capacity_degenerate", l.capacity_degenerate},
+          {"kappa_ci95", std::isfinite(l.kappa_lo) ? json::array({l.kappa_lo, l.kappa_hi}) : json(nullptr)},
+          {"dcrit_below_grid", l.dcrit_below_grid}, {"dcrit_unresolved", l.dcrit_unresolved},
+          {"criterion", l.criterion}, {"phi_delta", std::isfinite(l.phi_delta) ? json(l.phi_delta) : json(nullptr)},
+          {"capacity_degenerate", l.capacity_degenerate},
           {"s", l.s}, {"A", l.A}, {"alpha", l.alpha}, {"sentence", law_sentence(l)}};
 }
 json arm_json(const Arm& a) {
@@ -111,6 +114,15 @@ std::string penalty_sentence(const std::vector<WidthExcess>& excess, const std::
   return s;
 }
 
+namespace {
+std::string kappa_text(const LawEvidence& l) {
+  std::string t = "κ = " + fmt("%.3g", l.kappa);
+  if (std::isfinite(l.kappa_lo)) t += ", 95% CI [" + fmt("%.3g", l.kappa_lo) + ", " + fmt("%.3g", l.kappa_hi) + "]";
+  if (l.kappa_at_bound) t += ", at its bound";
+  return t;
+}
+}  // namespace
+
 std::string law_sentence(const LawEvidence& l) {
   const std::string test = "likelihood-ratio statistic " + fmt("%.3g", l.statistic) + " on " + std::to_string(l.df) +
                            " df, p = " + fmt("%.2g", l.p_value) + ", approximate";
@@ -122,17 +134,27 @@ std::string law_sentence(const LawEvidence& l) {
         "), so nothing is drawn from it (" + test + ").";
   else if (l.dcrit_below_grid)
     s = "Not as the paper states it: the fitted critical depth D_crit(W) = κ·ln W lies at or below the shallowest run "
-        "at every width (κ = " + fmt("%.3g", l.kappa) + (l.kappa_at_bound ? ", at its bound" : "") +
-        "), so in the law the penalty acts from the first layer: it describes loss rising with depth from the "
-        "shallowest run, and there is no critical depth inside the grid (" + test + ").";
+        "at every width (" + kappa_text(l) + "), so in the law the penalty acts from the first layer: it describes "
+        "loss rising with depth from the shallowest run, and there is no critical depth inside the grid (" + test + ").";
+  else if (l.p_value < 0.05 && l.phi_selected && l.dcrit_unresolved)
+    s = "Φ yes, its critical depth unresolved: the paper's law with Φ fits better than the same law without it (" +
+        test + ") and `" + l.selected + "` is the selected law, but the lower end of κ's 95% CI puts D_crit(W) = κ·ln W "
+        "at or below the shallowest run at every width (" + kappa_text(l) + "): the grid does not show a range of "
+        "depths where adding layers helps before the penalty starts.";
   else if (l.p_value < 0.05 && l.phi_selected)
-    s = "Yes within the grid: the paper's law with Φ (D_crit = κ·ln W, κ = " + fmt("%.3g", l.kappa) +
+    s = "Yes within the grid: the paper's law with Φ (D_crit = κ·ln W, " + kappa_text(l) +
         ") fits better than the same law without it (" + test + "), and `" + l.selected + "` is the selected law.";
+  else if (l.p_value < 0.05)
+    s = "Undecided: the likelihood-ratio test favours Φ (" + test + "), but " +
+        (l.criterion.empty() ? std::string("fit-law's selection") : l.criterion) + " selects `" + l.selected + "`" +
+        (std::isfinite(l.phi_delta) ? " (paper-log " + fmt("%.3g", l.phi_delta) + " behind)" : std::string()) +
+        ": Φ's extra parameters are not paid for on this many runs, so the data do not single out the paper's law.";
   else
     s = "No: the paper's Φ term is not supported (" + test + ")" +
         (l.selected.empty() ? std::string(".") : "; the selected law is `" + l.selected + "`.");
   if (l.tested && l.capacity_degenerate)
-    s += " In that law the capacity term is degenerate (A = " + fmt("%.3g", l.A) + ", α = " + fmt("%.2g", l.alpha) +
+    s += " In the paper's law (paper-log) the capacity term is degenerate (A = " + fmt("%.3g", l.A) +
+         ", α = " + fmt("%.2g", l.alpha) +
          "): the loss does not fall with N except through Φ, so its split into capacity and depth terms means little.";
   return s;
 }

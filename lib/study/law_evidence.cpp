@@ -35,6 +35,12 @@ LawEvidence law_evidence(const nlohmann::json& fit, const std::string& path, con
         lr = &t;
         break;
       }
+  ev.criterion = fit["comparison"].value("criterion", std::string());
+  if (fit["comparison"].contains("table") && fit["comparison"]["table"].is_array() && !ev.criterion.empty())
+    for (const auto& row : fit["comparison"]["table"])
+      if (row.value("model", std::string()) == "paper-log" && row.contains("delta_" + ev.criterion) &&
+          row["delta_" + ev.criterion].is_number())
+        ev.phi_delta = row["delta_" + ev.criterion].get<double>();
   if (lr) {
     ev.tested = true;
     ev.statistic = lr->value("statistic", 0.0);
@@ -61,10 +67,22 @@ LawEvidence law_evidence(const nlohmann::json& fit, const std::string& path, con
     ev.kappa = estimate(*m, "kappa", NAN);
     ev.kappa_at_bound = m->contains("params") && (*m)["params"].contains("kappa") &&
                         (*m)["params"]["kappa"].value("at_bound", false);
-    if (std::isfinite(ev.kappa) && !widths.empty()) {
-      ev.dcrit_below_grid = true;
+    if (m->contains("params") && (*m)["params"].contains("kappa")) {
+      const auto& ci = (*m)["params"]["kappa"].value("ci95_bootstrap", nlohmann::json());
+      if (ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()) {
+        ev.kappa_lo = ci[0].get<double>();
+        ev.kappa_hi = ci[1].get<double>();
+      }
+    }
+    // D_crit(W) = κ·ln W at or below the shallowest run at every width (up to the kink's tolerance)
+    const auto below_everywhere = [&](double kappa) {
       for (int w : widths)
-        if (ev.kappa * std::log(double(w)) > min_depth) ev.dcrit_below_grid = false;
+        if (kappa * std::log(double(w)) > min_depth * (1 + kink_tolerance)) return false;
+      return true;
+    };
+    if (std::isfinite(ev.kappa) && !widths.empty()) {
+      ev.dcrit_below_grid = below_everywhere(ev.kappa);
+      ev.dcrit_unresolved = !ev.dcrit_below_grid && std::isfinite(ev.kappa_lo) && below_everywhere(ev.kappa_lo);
     }
   }
   return ev;

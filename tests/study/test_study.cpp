@@ -55,10 +55,13 @@ std::vector<Spec> seeded_sweep() {
   return s;
 }
 
-json fit_record(double kappa, double A, double alpha, const std::vector<std::string>& warnings = {}) {
+json fit_record(double kappa, double A, double alpha, const std::vector<std::string>& warnings = {},
+                json kappa_ci = nullptr) {
+  json k = {{"estimate", kappa}, {"at_bound", kappa == 0}};
+  if (!kappa_ci.is_null()) k["ci95_bootstrap"] = kappa_ci;
   return {{"models",
            {{{"name", "paper-log"},
-             {"params", {{"A", {{"estimate", A}}}, {"alpha", {{"estimate", alpha}}}, {"kappa", {{"estimate", kappa}, {"at_bound", kappa == 0}}}}}},
+             {"params", {{"A", {{"estimate", A}}}, {"alpha", {{"estimate", alpha}}}, {"kappa", k}}}},
             {{"name", "kaplan"}, {"params", {{"A", {{"estimate", 6.0}}}, {"alpha", {{"estimate", 0.02}}}}}}}},
           {"comparison",
            {{"likelihood_ratio",
@@ -190,6 +193,39 @@ TEST_CASE("law evidence reads a Box-Cox paper-log (s, L1, alpha): the slope deci
   CHECK(study::law_sentence(rising).find("capacity term is degenerate (A = -1") != std::string::npos);
   // the paper's coordinates give the same rule through s = A*alpha
   CHECK(study::law_evidence(fit_record(2.43, -1, 0.3), "fit.json", widths, 1).s == Approx(-0.3));
+}
+
+TEST_CASE("law evidence: D_crit on the shallowest run, a CI that reaches it, and a test the selection overrules") {
+  const std::vector<int> widths = {16, 32, 64};
+  // κ = 1/ln 64 puts D_crit(64) on D = 1 exactly; the last bit of κ must not decide the verdict
+  for (double kappa : {std::nextafter(1 / std::log(64.0), 1.0), 1 / std::log(64.0),
+                       std::nextafter(1 / std::log(64.0), 0.0)}) {
+    auto kink = study::law_evidence(fit_record(kappa, 8, 0.3, {}, {0, 0.36}), "fit.json", widths, 1);
+    CHECK(kink.dcrit_below_grid);
+    CHECK(study::law_sentence(kink).find("κ = 0.24, 95% CI [0, 0.36]") != std::string::npos);
+  }
+  auto wide = study::law_evidence(fit_record(0.72, 8, 0.3, {}, {0, 2.36}), "fit.json", widths, 1);
+  CHECK_FALSE(wide.dcrit_below_grid);
+  CHECK(wide.dcrit_unresolved);
+  CHECK(study::law_sentence(wide).rfind("Φ yes, its critical depth unresolved", 0) == 0);
+  CHECK(study::law_sentence(wide).find("Yes within the grid") == std::string::npos);
+  auto tight = study::law_evidence(fit_record(2.43, 8, 0.3, {}, {1.5, 3.1}), "fit.json", widths, 1);
+  CHECK_FALSE(tight.dcrit_unresolved);
+  CHECK(study::law_sentence(tight).rfind("Yes within the grid", 0) == 0);
+  CHECK(study::law_sentence(tight).find("95% CI [1.5, 3.1]") != std::string::npos);
+  // p = 1e-5 but AICc prefers the law without Φ: neither "supported" nor "not supported"
+  json overruled = fit_record(2.43, 8, 0.3);
+  overruled["selected_model"] = "no-phi";
+  overruled["comparison"]["criterion"] = "aicc";
+  overruled["comparison"]["table"] = {{{"model", "paper-log"}, {"delta_aicc", 1.75}}, {{"model", "no-phi"}, {"delta_aicc", 0}}};
+  auto o = study::law_evidence(overruled, "fit.json", widths, 1);
+  CHECK(o.phi_delta == 1.75);
+  const std::string text = study::law_sentence(o);
+  CHECK(text.rfind("Undecided: the likelihood-ratio test favours Φ", 0) == 0);
+  CHECK(text.find("aicc selects `no-phi` (paper-log 1.75 behind)") != std::string::npos);
+  CHECK(text.find("not supported") == std::string::npos);
+  auto degenerate = study::law_evidence(fit_record(2.43, -1, 0.3), "fit.json", widths, 1);
+  CHECK(study::law_sentence(degenerate).find("In the paper's law (paper-log) the capacity term") != std::string::npos);
 }
 
 TEST_CASE("law curves are the law's own predict at the record's estimates") {
