@@ -28,7 +28,7 @@ help:
 	@echo "                  bit for bit (FAST=1, SEEDS=: that study's; UPDATE=1 rewrites the expected file)"
 	@echo "make controls     the controls study: SP at tuned LRs and CompleteP (pipelines/controls.mk)"
 	@echo "make controls-equal-n   the same plus an equal-parameter depth sweep (report-controls-equal-n/)"
-	@echo "make chinchilla   the micro grid at 20 tokens per parameter, SP and CompleteP (pipelines/chinchilla.mk)"
+	@echo "make chinchilla   the micro grid at 20 tokens per parameter on public-domain prose, SP and CompleteP (pipelines/chinchilla.mk)"
 	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
 	@echo "make refit-paper  refit the paper's own tables with fit-law"
 	@echo "make clean        remove $(BUILD)/"

@@ -9,7 +9,7 @@
 # scripts/make-chinchilla-report writes $(CHINCHILLA_REPORT)/README.md: the budget table
 # (run, D, W, N, tokens, tokens/param, epochs of the training split, lr, val loss) and each
 # arm's verdict.
-#   make chinchilla                        (estimate: ~60 min on 2 cores, docs/benchmarks.md)
+#   make chinchilla                        (45 min on 2 cores from a clean clone, docs/benchmarks.md)
 #   make chinchilla TOKENS_PER_PARAM=10    another budget (its own directories)
 #   make chinchilla TOKENS_PER_PARAM_COUNT=non-embedding   N counted without the embedding
 #   make chinchilla CHINCHILLA_GRID=pipelines/grids/chinchilla-full.grid   W64 D8, D16 too (~3 h)
@@ -17,18 +17,20 @@
 # 20-tokens rule was fitted on total parameters); at this scale the embedding is most of a
 # shallow model (W16 D1: 65536 of 68704), so the non-embedding count would give the
 # shallow runs 30-60 steps. The paper is silent on which N its budget counts.
-# The corpus is Brown (1.84M training tokens): the larger runs see it several times; the
-# report gives the epochs of every run (W64 D4: 5.0).
-#   make chinchilla CORPUS=pd-prose        public-domain prose (11.1M training tokens: W64 D4
-#                                          0.8 epochs, W64 D16 of the full grid 1.9), in its own
-#                                          DATA (data/pd-prose: corpus, a tokenizer trained on it,
-#                                          shards, runs) and report-chinchilla-pd-prose/ (docs/corpus.md)
+# The corpus is public-domain English prose by default (CORPUS=pd-prose, docs/corpus.md:
+# 11.1M training tokens, so every run of the shipped grid sees its budget in under one pass,
+# W64 D4 0.83 of it; the full grid's W64 D16 1.9 passes), in its own DATA (data/pd-prose:
+# corpus, a tokenizer trained on it, shards, runs). The paper trains one pass; Brown's 1.84M
+# tokens would be seen up to 5 times (W64 D4).
+#   make chinchilla CORPUS=brown           the default study's corpus (report-chinchilla-brown/;
+#                                          the report gives every run's epochs)
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
 
-CORPUS ?= brown
+CORPUS ?= pd-prose
 corpus_is_brown := $(filter brown,$(CORPUS))
+corpus_is_default := $(filter pd-prose,$(CORPUS))
 DATA ?= $(if $(corpus_is_brown),data,data/$(CORPUS))
 TOKENS_PER_PARAM ?= 20
 TOKENS_PER_PARAM_COUNT ?= total
@@ -36,7 +38,7 @@ TOKENS_PER_PARAM_COUNT ?= total
 budget_default := $(and $(filter 20,$(TOKENS_PER_PARAM)),$(filter total,$(TOKENS_PER_PARAM_COUNT)))
 budget_suffix := $(if $(budget_default),,-$(TOKENS_PER_PARAM)$(TOKENS_PER_PARAM_COUNT))
 CHINCHILLA ?= $(DATA)/micro/chinchilla$(budget_suffix)
-CHINCHILLA_REPORT ?= report-chinchilla$(budget_suffix)$(if $(corpus_is_brown),,-$(CORPUS))
+CHINCHILLA_REPORT ?= report-chinchilla$(budget_suffix)$(if $(corpus_is_default),,-$(CORPUS))
 corpus_title := $(if $(corpus_is_brown),Brown,$(CORPUS))
 CHINCHILLA_GRID ?= pipelines/grids/chinchilla.grid
 CP_ARGS ?= --param completep --depth-alpha 1 --eps-scope blocks --base-width 16 --base-depth 1

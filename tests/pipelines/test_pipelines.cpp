@@ -561,18 +561,21 @@ TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row
   CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-10non-embedding/sp"));
 }
 
-TEST_CASE("make -n chinchilla CORPUS=pd-prose: its own corpus, tokenizer, runs and report, nothing of Brown's") {
+TEST_CASE("make -n chinchilla: public-domain prose by default, its own tokenizer; CORPUS=brown its own report") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data";
-  auto r = chinchilla_plan(data, "CORPUS=pd-prose");
+  auto r = chinchilla_plan(data);
   CHECK_THAT(r.output, Catch::Contains("scripts/fetch-corpus --corpus pd-prose " + data + "/corpus/pd-prose"));
   // the tokenizer learns from the corpus it will encode
   CHECK_THAT(r.output, Catch::Contains("tokenize train-model " + data + "/corpus/pd-prose/train --vocab-size 2048"));
-  CHECK(count_lines_containing(r.output, "train --out " + data + "/micro/chinchilla/sp/runs/") == 13);
-  CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-pd-prose/sp") &&
-                           Catch::Contains("--count total --corpus pd-prose") &&
+  CHECK_THAT(r.output, Catch::Contains("--count total --corpus pd-prose") &&
                            Catch::Contains("STUDY_TITLE=\"shapelaw chinchilla (sp): pd-prose, 20 tokens"));
   CHECK(r.output.find("corpus/brown") == std::string::npos);
+  // Brown, the default study's corpus: its own report beside the shipped one
+  r = chinchilla_plan(data, "CORPUS=brown");
+  CHECK(count_lines_containing(r.output, "train --out " + data + "/micro/chinchilla/sp/runs/") == 13);
+  CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-brown/sp") && Catch::Contains("--corpus Brown"));
+  CHECK(r.output.find("pd-prose") == std::string::npos);
   CHECK(r.output.find("report-chinchilla/") == std::string::npos);
 }
 
