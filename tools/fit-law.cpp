@@ -11,8 +11,8 @@
 #include <CLI/CLI.hpp>
 
 #include "fit/best_of.h"
-#include "fit/law.h"
-#include "fit/model.h"
+#include "fit/analysis.h"
+#include "fit/laws.h"
 #include "fit/report.h"
 #include "fit/table.h"
 #include "study/analysis.h"

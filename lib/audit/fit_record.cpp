@@ -129,7 +129,7 @@ Law law_from_fit_file(const std::string& path, const std::string& model_name) {
       q.gamma = *g;
       q.mu = *mu;
     }
-    // a Box-Cox law (fit/model.h: s, L1, alpha where T is constant) gives A = s/alpha, which is
+    // a Box-Cox law (fit/laws.h: s, L1, alpha where T is constant) gives A = s/alpha, which is
     // ±inf at alpha = 0; ΔL at equal tokens needs only A*N^-alpha differences, so L1 is not read
     auto A = get(values, {"A"}), alpha = get(values, {"alpha"}), s = get(values, {"s"});
     if (alpha && (A || s)) {

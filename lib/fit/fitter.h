@@ -9,7 +9,7 @@
 #include <Eigen/Dense>
 
 #include "fit/lm.h"
-#include "fit/model.h"
+#include "fit/laws.h"
 
 namespace shapelaw::fit {
 

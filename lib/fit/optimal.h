@@ -10,7 +10,7 @@
 
 #include <Eigen/Dense>
 
-#include "fit/model.h"
+#include "fit/laws.h"
 
 namespace shapelaw::fit {
 

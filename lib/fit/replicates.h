@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fit/model.h"
+#include "fit/laws.h"
 
 namespace shapelaw::fit {
 

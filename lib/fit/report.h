@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fit/law.h"
+#include "fit/analysis.h"
 
 namespace shapelaw::fit {
 

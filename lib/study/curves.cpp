@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "fit/model.h"
+#include "fit/laws.h"
 #include "fit/report.h"
 
 namespace shapelaw::study {
@@ -41,7 +41,7 @@ std::vector<CurvePoint> law_curves(const nlohmann::json& fit, const std::vector<
     fit::Model law;
     try {
       // a record with A is in the paper's coordinates (held A or constant, or written before
-      // the Box-Cox ones, fit/model.h); one with s in Box-Cox's
+      // the Box-Cox ones, fit/laws.h); one with s in Box-Cox's
       fit::ModelOptions law_options = mo;
       law_options.box_cox = !(*rec)["params"].contains("A");
       law = fit::make_model(name, law_options);

@@ -1,6 +1,6 @@
 #pragma once
 // A fitted law's curve off the grid, per width: loss against depth from D = 1 to 1.5× the
-// deepest run, evaluated with the law's own predict (fit/model.h) at the record's estimates,
+// deepest run, evaluated with the law's own predict (fit/laws.h) at the record's estimates,
 // so no plot restates a formula. Per width N(D) is the least-squares line through the width's
 // runs (identical blocks make N linear in D) in the record's N (non-embedding, total or
 // 12·D·W²), and T the tokens its runs saw.

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fit/fitter.h"
-#include "fit/model.h"
+#include "fit/laws.h"
 #include "test_support.h"
 
 using namespace shapelaw;

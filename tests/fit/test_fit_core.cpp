@@ -7,7 +7,7 @@
 
 #include "fit/fitter.h"
 #include "fit/lm.h"
-#include "fit/model.h"
+#include "fit/laws.h"
 #include "fit/optimal.h"
 #include "fit/replicates.h"
 #include "fit/resample.h"

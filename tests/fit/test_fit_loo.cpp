@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fit/law.h"
+#include "fit/analysis.h"
 #include "fit/loo.h"
 #include "fit/parallel.h"
 #include "test_support.h"

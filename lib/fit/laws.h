@@ -2,7 +2,7 @@
 // The registry of named laws. Every law is separable: prediction = Σ_j c_j·g_j(x; θ)
 // with linear coefficients c (solved exactly by variable projection) and nonlinear
 // parameters θ (searched by Levenberg–Marquardt), so one optimizer fits them all.
-// Adding a law = one entry in model.cpp (basis functions with analytic ∂g/∂θ).
+// Adding a law = one entry in laws.cpp (basis functions with analytic ∂g/∂θ).
 #include <functional>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "fit/model.h"
+#include "fit/laws.h"
 
 #include <algorithm>
 #include <cmath>
