@@ -84,11 +84,13 @@ $(manifest): $(tokenizer_target) $(PAPER)/shard$(paper_suffix).args | $(SLIMPAJA
 
 # The paper's Table 5 values are train's defaults (AdamW 0.9/0.95, wd 0.1, lr 3e-4
 # cosine to 3e-5, 2000 warmup steps, clip 1.0, 256 x 1024 tokens, seed 42); bf16 on GPU.
+# --vocab-multiple 64: the embedding and head hold 50304 rows, the loss and counts stay
+# 50257's (model/model_config.h), so the head's matmuls are whole tensor-core tiles.
 GRID := pipelines/grids/paper.grid
 STUDY := $(PAPER)/study$(paper_suffix)
 DATA_MANIFEST := $(manifest)
 TOKENIZER_MODEL := $(tokenizer)
-PAPER_TRAIN_ARGS ?= --device cuda --micro-batch 16 --warmup-steps 2000 --checkpoint-every 1000 --val-every 2000 --probe-steps 1001
+PAPER_TRAIN_ARGS ?= --device cuda --vocab-multiple 64 --micro-batch 16 --warmup-steps 2000 --checkpoint-every 1000 --val-every 2000 --probe-steps 1001
 
 # GPUs of the node (nvidia-smi's count; 8 where it finds none, e.g. to plan elsewhere)
 # and memory per GPU; PLAN_ARGS: e.g. --mfu 0.4 --peak 989e12 for the GPU-hours.

@@ -74,16 +74,20 @@ struct SmallWidthHead : torch::autograd::Function<SmallWidthHead> {
 }  // namespace
 
 torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,
-                                         const torch::Tensor& targets) {
-  return torch::nn::functional::cross_entropy(torch::matmul(h, weight.t()).to(torch::kFloat32), targets);
+                                         const torch::Tensor& targets, int64_t vocab) {
+  torch::Tensor logits = torch::matmul(h, weight.t());
+  if (vocab > 0 && vocab < logits.size(-1)) logits = logits.narrow(-1, 0, vocab);
+  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), targets);
 }
 
 torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
-                                 bool small_width) {
+                                 bool small_width, int64_t vocab) {
+  if (vocab > 0 && vocab < weight.size(0) && h.device().is_cpu())
+    return head_cross_entropy(h, weight.narrow(0, 0, vocab), targets, small_width);
   const bool fusable = h.device().is_cpu() && h.scalar_type() == torch::kFloat32 &&
                        weight.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled() &&
                        torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
-  if (!fusable) return head_cross_entropy_unfused(h, weight, targets);
+  if (!fusable) return head_cross_entropy_unfused(h, weight, targets, vocab);
   if (small_width && head_rows_supported(h.size(1)))
     return SmallWidthHead::apply(h.contiguous(), weight.contiguous(), targets.contiguous());
   return FusedHeadCrossEntropy::apply(h.contiguous(), weight, targets.contiguous());

@@ -19,11 +19,16 @@ namespace shapelaw {
 // (16 or 32, whatever the instruction set), the whole head in one pass over the rows
 // instead of three GEMMs; equal up to float rounding (dU is summed in another order), so
 // only with --block-impl fused.
+// vocab: the real vocabulary when the weight has padding rows past it (0: all rows are
+// real). The loss is over the real columns only and the padding rows get zero gradient.
+// On the CPU the padding is cut from the weight before the matmul (a view: the same
+// numbers as an unpadded model's, nothing to gain from whole tiles there); elsewhere the
+// matmul runs over every row, for its tiles, and the logits are cut.
 torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
-                                 bool small_width = false);
+                                 bool small_width = false, int64_t vocab = 0);
 
 // The plain composition, always: the reference the fused path is tested against.
 torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,
-                                         const torch::Tensor& targets);
+                                         const torch::Tensor& targets, int64_t vocab = 0);
 
 }  // namespace shapelaw

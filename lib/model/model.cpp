@@ -123,6 +123,14 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : config(c) {
     blocks.push_back(register_module("block" + std::to_string(l), Block(c)));
   final_norm = register_module("final_norm", Norm(c.width, c.norm == "rmsnorm", c.norm_eps));
   if (!c.tie_embeddings) head = register_module("head", linear(c.width, c.vocab_size, false));
+  // The padding rows come after the modules are made as unpadded ones: their default
+  // initialization draws what an unpadded model's does, so reset_parameters' stream, and
+  // every real weight, are the same with padding and without.
+  if (c.padded_vocab() != c.vocab_size) {
+    const auto padded = [&] { return torch::zeros({c.padded_vocab(), int64_t(c.width)}); };
+    embed->weight.set_data(padded());
+    if (head) head->weight.set_data(padded());
+  }
   auto [cos, sin] = rope_tables(c.seq_len, c.head_dim, c.rope_theta);
   rope_cos = register_buffer("rope_cos", cos);
   rope_sin = register_buffer("rope_sin", sin);
@@ -143,7 +151,10 @@ void TransformerImpl::reset_parameters() {
     else if (ends_with(".shift") || ends_with(".bias")) p.zero_();
     else if (ends_with("proj.weight")) p.normal_(0.0, residual_std);  // attn.proj, mlp.proj
     else if (name.rfind("block", 0) == 0) p.normal_(0.0, hidden_std);   // qkv, fc, gate
-    else p.normal_(0.0, std);                                            // embedding, head
+    else {  // embedding, head: the real rows drawn as unpadded (the same random stream), padding 0
+      p.narrow(0, 0, config.vocab_size).normal_(0.0, std);
+      p.narrow(0, config.vocab_size, p.size(0) - config.vocab_size).zero_();
+    }
   }
 }
 
@@ -163,20 +174,24 @@ std::vector<torch::Tensor> TransformerImpl::activations(const torch::Tensor& tok
   const auto [cos_full, sin_full] = rope_full_tables(rope_cos, rope_sin, tokens.size(1));
   for (auto& block : blocks) out.push_back(h = block(h, cos_full, sin_full));
   h = final_norm(h);
-  out.push_back(torch::matmul(logit_mult == 1.0 ? h : h * logit_mult, head_weight().t()));
+  out.push_back(real_vocab(torch::matmul(logit_mult == 1.0 ? h : h * logit_mult, head_weight().t())));
   return out;
 }
 
 const torch::Tensor& TransformerImpl::head_weight() { return head ? head->weight : embed->weight; }
 
+torch::Tensor TransformerImpl::real_vocab(const torch::Tensor& logits) const {
+  return logits.size(-1) == config.vocab_size ? logits : logits.narrow(-1, 0, config.vocab_size);
+}
+
 torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
-  return torch::matmul(hidden(tokens), head_weight().t());
+  return real_vocab(torch::matmul(hidden(tokens), head_weight().t()));
 }
 
 torch::Tensor TransformerImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
   auto h = hidden(tokens);
   return head_cross_entropy(h.reshape({-1, h.size(-1)}), head_weight(), targets.reshape({-1}),
-                            /*small_width=*/config.block_impl == "fused");
+                            /*small_width=*/config.block_impl == "fused", config.vocab_size);
 }
 
 std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model, const GradSquares& squared) {

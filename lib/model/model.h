@@ -78,10 +78,10 @@ TORCH_MODULE(Block);
 
 struct TransformerImpl : torch::nn::Module {
   explicit TransformerImpl(const ModelConfig& c);
-  // tokens [B, T] (int64, T <= seq_len) -> logits [B, T, V]
+  // tokens [B, T] (int64, T <= seq_len) -> logits [B, T, V] (the real vocabulary: padding cut)
   torch::Tensor forward(const torch::Tensor& tokens);
   // final-norm hidden states times the logit multiplier [B, T, W] (what the head sees);
-  // the head weight [V, W] (the embedding when tied)
+  // the head weight [V_padded, W] (the embedding when tied; ModelConfig::vocab_multiple)
   torch::Tensor hidden(const torch::Tensor& tokens);
   const torch::Tensor& head_weight();
   // Every block's output h_1..h_D [B, T, W], then the logits [B, T, V]: what a
@@ -94,6 +94,8 @@ struct TransformerImpl : torch::nn::Module {
   // N(0, init_std), norms gain 1 / shift 0, biases 0. Uses torch's default generator
   // (seeded by the caller).
   void reset_parameters();
+  // logits [..., V_padded] -> [..., V]: the columns of the padding rows cut (a view)
+  torch::Tensor real_vocab(const torch::Tensor& logits) const;
 
   ModelConfig config;
   double logit_mult;  // logits = logit_mult * h_D U^T
@@ -123,7 +125,7 @@ struct ComponentNorm {
 using GradSquares = std::function<double(const torch::Tensor& param)>;
 std::vector<ComponentNorm> component_grad_norms(TransformerImpl& model, const GradSquares& squared = {});
 
-// Parameters actually allocated by a (small) model: checks count_parameters().
+// Parameters actually allocated by a (small) model: checks count_parameters().allocated.
 int64_t allocated_parameter_count(const ModelConfig& config);
 
 }  // namespace shapelaw

@@ -21,6 +21,8 @@ void ModelConfig::validate() const {
   if (width % head_dim != 0)
     fail("head_dim " + std::to_string(head_dim) + " must divide width " + std::to_string(width));
   if (vocab_size < 2) fail("vocab_size must be >= 2");
+  if (vocab_multiple < 1 || vocab_multiple > 4096)
+    fail("vocab_multiple must be in [1, 4096] (got " + std::to_string(vocab_multiple) + ")");
   if (seq_len < 1) fail("seq_len must be >= 1");
   if (mlp != "gelu" && mlp != "swiglu") fail("mlp must be gelu or swiglu (got '" + mlp + "')");
   if (norm != "layernorm" && norm != "rmsnorm")
@@ -54,6 +56,7 @@ ParamCounts count_parameters(const ModelConfig& c) {
   p.non_embedding = D * block + norm;  // + final norm
   p.total = p.embedding + p.non_embedding;
   p.paper_12DW2 = 12 * D * W * W;
+  p.allocated = p.total + (c.padded_vocab() - V) * W * (c.tie_embeddings ? 1 : 2);
   return p;
 }
 
@@ -67,6 +70,7 @@ nlohmann::json to_json(const ModelConfig& c) {
   nlohmann::json j = options_to_json(c, [](auto& m, auto&& f) { visit_model_options(m, f); },
                                      [](const OptionInfo&) { return true; });
   if (c.block_impl == "aten") j.erase("block_impl");
+  if (c.vocab_multiple == 1) j.erase("vocab_multiple");
   if (c.eps_scope == "blocks") j.erase("eps_scope");  // the default: records made before the switch stay as they were
   j["heads"] = c.heads();  // derived, for readers; ignored when read back
   j["mlp_hidden"] = c.mlp_hidden();

@@ -17,6 +17,12 @@ struct ModelConfig {
   int width = 128;          // W: residual stream width (d_model)
   int head_dim = 64;        // heads = W / head_dim
   int64_t vocab_size = 50257;
+  // The embedding and the output head get padded_vocab() rows, the rows past vocab_size
+  // never read (no token has their id) and cut from the logits before the loss, so the
+  // loss, the gradients of the real rows, the parameter counts and the FLOPs are those of
+  // vocab_size: 64 turns GPT-2's 50257 into 50304, whole tensor-core tiles in the head's
+  // matmuls (nanoGPT's and llm.c's padding). 1: no padding.
+  int vocab_multiple = 1;
   int seq_len = 1024;       // context length (RoPE tables are built for it)
   std::string mlp = "gelu";        // gelu: W->4W->W | swiglu: W->H (x2, gated) ->W, H=ceil64(8W/3)
   std::string norm = "layernorm";  // layernorm (weight+bias) | rmsnorm (weight only)
@@ -42,6 +48,7 @@ struct ModelConfig {
   std::string block_impl = "aten";
 
   int heads() const { return width / head_dim; }
+  int64_t padded_vocab() const { return (vocab_size + vocab_multiple - 1) / vocab_multiple * vocab_multiple; }
   int64_t mlp_hidden() const;  // 4W (gelu) or 8W/3 rounded up to a multiple of 64 (swiglu)
   void validate() const;       // throws Error with a clear message
 };
@@ -51,6 +58,7 @@ struct ParamCounts {
   int64_t embedding = 0;      // token embedding + output head (unless tied)
   int64_t non_embedding = 0;  // total - embedding: blocks + final norm (Kaplan's N)
   int64_t paper_12DW2 = 0;    // 12 * D * W^2, the paper's N
+  int64_t allocated = 0;      // total + the padding rows (ModelConfig::vocab_multiple): what memory holds
 };
 
 ParamCounts count_parameters(const ModelConfig& config);
@@ -68,6 +76,10 @@ void visit_model_options(Config& c, F&& f) {
   f(OptionInfo{"width", "--width", "W: model width"}, c.width);
   f(OptionInfo{"head_dim", "--head-dim", "head dimension (heads = W / head_dim)"}, c.head_dim);
   f(OptionInfo{"vocab_size", "--vocab-size", "vocabulary (0: from the manifest)"}, c.vocab_size);
+  f(OptionInfo{"vocab_multiple", "--vocab-multiple",
+               "pad the embedding and head to a multiple of this (64: 50257 -> 50304, whole GPU tiles); the loss, "
+               "parameter counts and FLOPs stay the real vocabulary's"},
+    c.vocab_multiple);
   f(OptionInfo{"seq_len", "--seq-len", "sequence length"}, c.seq_len);
   f(OptionInfo{"mlp", "--mlp", "gelu (4W) | swiglu (8W/3 rounded up to 64)"}, c.mlp);
   f(OptionInfo{"norm", "--norm", "layernorm | rmsnorm (pre-norm)"}, c.norm);

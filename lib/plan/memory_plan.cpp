@@ -43,7 +43,8 @@ void PlanOptions::validate() const {
 // one "unit" is n x width elements.
 ActivationBytes activation_bytes(const PlanOptions& o, int64_t micro_batch) {
   const ModelConfig& m = o.model;
-  const int64_t n = micro_batch * m.seq_len, W = m.width, H = m.mlp_hidden(), V = m.vocab_size;
+  // the head's matmuls run over the padding rows on a GPU and not on the CPU (model/head_loss.h)
+  const int64_t n = micro_batch * m.seq_len, W = m.width, H = m.mlp_hidden(), V = o.cuda ? m.padded_vocab() : m.vocab_size;
   const int64_t a = m.heads(), s = m.seq_len, L = m.depth;
   const int64_t c = o.bf16 ? 2 : kFp32;  // compute dtype
   const int64_t unit = n * W;
@@ -76,7 +77,7 @@ ActivationBytes activation_bytes(const PlanOptions& o, int64_t micro_batch) {
   r.head = fused_head ? kFp32 * n * V : 3 * kFp32 * n * V;
   if (o.bf16) {
     const ParamCounts p = count_parameters(m);
-    r.weight_copies = 2 * (p.non_embedding + V * W);
+    r.weight_copies = 2 * (p.non_embedding + m.padded_vocab() * W);
   }
   r.without_recompute = L * r.per_layer + r.outside_blocks + r.weight_copies + std::max(r.head, r.layer_backward);
   r.with_recompute = L * r.layer_input + r.outside_blocks + r.weight_copies +
@@ -108,7 +109,7 @@ Plan make_plan(const PlanOptions& o) {
   p.steps = o.steps;
   p.tokens = o.steps * o.batch_tokens;
   p.params = count_parameters(o.model);
-  const int64_t P = p.params.total, shard = ceil_div(P, o.world);
+  const int64_t P = p.params.allocated, shard = ceil_div(P, o.world);  // the padding rows are held too
   p.weights = kFp32 * P;
   p.gradients = kFp32 * (o.zero >= 2 ? shard : P);
   p.moments = 2 * kFp32 * (o.zero >= 1 ? shard : P);
@@ -156,7 +157,8 @@ nlohmann::json to_json(const Plan& p) {
           {"version", 1},
           {"model", to_json(o.model)},
           {"params", {{"total", p.params.total}, {"non_embedding", p.params.non_embedding},
-                      {"embedding", p.params.embedding}, {"paper_12DW2", p.params.paper_12DW2}}},
+                      {"embedding", p.params.embedding}, {"paper_12DW2", p.params.paper_12DW2},
+                      {"allocated", p.params.allocated}}},
           {"device", o.cuda ? "cuda" : "cpu"},
           {"precision", o.bf16 ? "bf16" : "fp32"},
           {"attention", o.cuda ? "fused" : "textbook"},
@@ -210,7 +212,9 @@ std::string format_plan(const Plan& p) {
   };
   s += "plan: " + std::to_string(o.model.depth) + "L x " + std::to_string(o.model.width) + "W (" +
        std::to_string(o.model.heads()) + " heads of " + std::to_string(o.model.head_dim) + ", " + o.model.mlp + ", " +
-       o.model.norm + "), vocab " + std::to_string(o.model.vocab_size) + ", seq " + std::to_string(o.model.seq_len) +
+       o.model.norm + "), vocab " + std::to_string(o.model.vocab_size) +
+       (o.model.padded_vocab() != o.model.vocab_size ? " (padded to " + std::to_string(o.model.padded_vocab()) + ")" : "") +
+       ", seq " + std::to_string(o.model.seq_len) +
        ": " + fmt("%.4g", P) + " parameters\n";
   s += "per rank: " + std::string(o.cuda ? "cuda" : "cpu") + (o.bf16 ? " bf16 autocast" : " fp32") + ", " +
        (o.cuda ? "fused" : "textbook") + " attention, world " + std::to_string(o.world) + ", " + zero + ", micro-batch " +

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "model/head_loss.h"
 #include "model/model.h"
 #include "model/model_config.h"
 
@@ -59,8 +60,72 @@ TEST_CASE("analytic parameter count equals what the model allocates") {
           c.tie_embeddings = tie;
           c.bias = bias;
           INFO(mlp << " " << norm << " tie=" << tie << " bias=" << bias);
-          CHECK(allocated_parameter_count(c) == count_parameters(c).total);
+          CHECK(allocated_parameter_count(c) == count_parameters(c).allocated);
+          CHECK(count_parameters(c).allocated == count_parameters(c).total);
         }
+}
+
+TEST_CASE("a padded vocabulary (--vocab-multiple 64): the real vocabulary's numbers, the padding rows dead") {
+  ModelConfig c = tiny("gelu", "layernorm");  // V = 97
+  ModelConfig padded = c;
+  padded.vocab_multiple = 64;
+  REQUIRE(padded.padded_vocab() == 128);
+  ModelConfig gpt2 = paper(2, 768);
+  gpt2.vocab_multiple = 64;
+  CHECK(gpt2.padded_vocab() == 50304);
+  // counts and FLOPs are the real vocabulary's; memory holds the padding (2 x 31 rows untied)
+  CHECK(count_parameters(padded).total == count_parameters(c).total);
+  CHECK(flops_per_token(padded) == flops_per_token(c));
+  CHECK(count_parameters(padded).allocated == count_parameters(c).total + 2 * 31 * c.width);
+  for (bool tie : {false, true}) {
+    ModelConfig t = padded;
+    t.tie_embeddings = tie;
+    INFO("tie=" << tie);
+    CHECK(allocated_parameter_count(t) == count_parameters(t).allocated);
+  }
+  for (std::string impl : {"aten", "fused"}) {
+    INFO("block_impl " << impl);
+    c.block_impl = padded.block_impl = impl;
+    torch::manual_seed(7);
+    Transformer a(c);
+    torch::manual_seed(7);
+    Transformer b(padded);
+    // the same random stream: every real weight equal, the padding zero
+    auto pa = a->named_parameters(), pb = b->named_parameters();
+    for (auto& item : pa) {
+      const torch::Tensor& wb = pb[item.key()];
+      INFO(item.key());
+      CHECK(torch::equal(wb.narrow(0, 0, item.value().size(0)), item.value()));
+      if (wb.size(0) != item.value().size(0)) CHECK(wb.narrow(0, 97, 31).abs().max().item<float>() == 0.0f);
+    }
+    auto tokens = torch::randint(0, 97, {2, 16}, torch::kLong), targets = torch::randint(0, 97, {2, 16}, torch::kLong);
+    CHECK(b->forward(tokens).size(-1) == 97);
+    CHECK(torch::allclose(a->forward(tokens), b->forward(tokens), 1e-6, 1e-6));
+    torch::Tensor la = a->loss(tokens, targets), lb = b->loss(tokens, targets);
+    CHECK(la.item<float>() == lb.item<float>());  // on the CPU the padding is cut before the matmul: bit-equal
+    la.backward();
+    lb.backward();
+    for (auto& item : pa) {
+      const torch::Tensor& gb = pb[item.key()].grad();
+      INFO(item.key());
+      CHECK(torch::equal(gb.narrow(0, 0, item.value().size(0)), item.value().grad()));
+      if (gb.size(0) != item.value().size(0)) CHECK(gb.narrow(0, 97, 31).abs().max().item<float>() == 0.0f);
+    }
+  }
+}
+
+TEST_CASE("head cross-entropy over padded rows as a GPU runs it (whole matmul, logits cut) equals the unpadded") {
+  torch::manual_seed(3);
+  auto h = torch::randn({40, 32}).requires_grad_(), w = torch::randn({97, 32}) * 0.1;
+  auto wp = torch::cat({w, torch::randn({31, 32})}).requires_grad_();  // padding rows not zero: they must not count
+  auto w_real = w.clone().requires_grad_();
+  auto t = torch::randint(0, 97, {40}, torch::kLong);
+  torch::Tensor lp = head_cross_entropy_unfused(h, wp, t, 97), lr = head_cross_entropy_unfused(h.detach().requires_grad_(), w_real, t);
+  CHECK(lp.item<float>() == Approx(lr.item<float>()).epsilon(1e-6));
+  lp.backward();
+  lr.backward();
+  CHECK(torch::allclose(wp.grad().narrow(0, 0, 97), w_real.grad(), 1e-6, 1e-7));
+  CHECK(wp.grad().narrow(0, 97, 31).abs().max().item<float>() == 0.0f);
 }
 
 TEST_CASE("swiglu hidden width is 8W/3 rounded up to a multiple of 64") {

@@ -81,6 +81,7 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
                "/slimpajama GPUS=8"));
   REQUIRE(r.exit_code == 0);
   CHECK(count_lines_containing(r.output, "train --out " + paper + "/study/runs/") == 30);
+  CHECK(count_lines_containing(r.output, "--vocab-multiple 64") == 30);  // 50304 rows, whole GPU tiles
   CHECK_THAT(r.output, Catch::Contains("tokenize train-model") && Catch::Contains("--vocab-size 50257"));
   r = run(make("-n -f pipelines/paper.mk VOCAB=32000 PAPER=" + paper));
   CHECK(r.exit_code != 0);

@@ -535,6 +535,35 @@ TEST_CASE("train --plan: the state bytes are exactly what train allocates, activ
   CHECK(b["activations"].get<double>() < 0.7 * a["activations"].get<double>());
 }
 
+TEST_CASE("train --vocab-multiple 64: the unpadded run's losses bit for bit, the padding in memory and the plan") {
+  TempDir tmp;
+  const std::string shape = " --vocab-size 100 --steps 6 --checkpoint-every 3 --val-every 3";
+  auto plain = run(base_args(tmp.path() + "/plain") + shape);
+  auto padded = run(base_args(tmp.path() + "/padded") + shape + " --vocab-multiple 64");
+  INFO(plain.output << padded.output);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(padded.exit_code == 0);
+  CHECK(train_losses(tmp.path() + "/plain").size() == 6);
+  CHECK(train_losses(tmp.path() + "/plain") == train_losses(tmp.path() + "/padded"));
+  json a = json::parse(read_file(tmp.path() + "/plain/summary.json"));
+  json b = json::parse(read_file(tmp.path() + "/padded/summary.json"));
+  CHECK(a["final_val_loss"] == b["final_val_loss"]);
+  CHECK(a["params"] == b["params"]);  // the real vocabulary's counts
+  CHECK(a["flops_per_token"] == b["flops_per_token"]);
+  CHECK(b["config"]["model"]["vocab_multiple"] == 64);
+  CHECK_FALSE(a["config"]["model"].contains("vocab_multiple"));  // unpadded records are as before the switch
+  // 128 rows held, in the embedding and the head: the plan counts them as the run holds them
+  json plan = plan_json(base_args(tmp.path() + "/plan") + shape + " --vocab-multiple 64");
+  const int64_t allocated = plan["params"]["allocated"];
+  CHECK(allocated == plan["params"]["total"].get<int64_t>() + 2 * 28 * 32);
+  CHECK(b["memory"]["measured"]["weights"] == 4 * allocated);
+  CHECK(b["memory"]["measured"]["weights"] == plan["bytes_per_rank"]["weights"]);
+  // a padded checkpoint is not an unpadded one: extending with the other setting is refused
+  auto other = run(base_args(tmp.path() + "/padded") + " --vocab-size 100 --steps 9 --checkpoint-every 3 --val-every 3");
+  CHECK(other.exit_code != 0);
+  CHECK(other.output.find("vocab_multiple") != std::string::npos);
+}
+
 TEST_CASE("train --plan: plans a 7B run for CUDA on a machine without a GPU, world size from flag or environment") {
   const std::string args = bin("train") + " --vocab-size 50257 --depth 64 --width 2896 --head-dim 16 --device cuda"
                            " --micro-batch 4 --tokens 141600000000";
