@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 
 #include "kernels/softmax_rows.h"
+#include "model/model_config.h"
 #include "compat/torch_compat.h"
 
 namespace shapelaw {
@@ -71,6 +72,44 @@ struct SmallWidthHead : torch::autograd::Function<SmallWidthHead> {
   }
 };
 
+// Off the CPU: the logits of a few thousand rows at a time, never all N x V of them. Each
+// chunk's gradient is taken in the forward pass (dL/dlogits = (softmax - onehot) / N, as
+// above) and turned at once into its share of dL/dh and dL/dU, so what is kept for backward
+// is dh [N, W] and dU [V_padded, W], not the fp32 log-probabilities [N, V] the plain
+// composition saves (3.3 GB at 16 x 1024 tokens of GPT-2's vocabulary, and as much again
+// in backward). Under autocast the matmuls run in bf16 and the softmax in fp32; no host
+// synchronisation.
+struct ChunkedHeadCrossEntropy : torch::autograd::Function<ChunkedHeadCrossEntropy> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& weight, const torch::Tensor& targets, int64_t vocab,
+                               int64_t chunk_rows) {
+    const int64_t n = h.size(0);
+    const torch::Tensor real = weight.narrow(0, 0, vocab);
+    torch::Tensor dh = torch::empty_like(h), dweight = torch::zeros_like(weight, weight.options().dtype(torch::kFloat32));
+    torch::Tensor dreal = dweight.narrow(0, 0, vocab), loss = torch::zeros({}, h.options().dtype(torch::kFloat32));
+    for (int64_t first = 0; first < n; first += chunk_rows) {
+      const int64_t rows = std::min(chunk_rows, n - first);
+      const torch::Tensor hc = h.narrow(0, first, rows), tc = targets.narrow(0, first, rows).unsqueeze(1);
+      torch::Tensor logits = torch::mm(hc, weight.t());  // every row: whole tiles
+      torch::Tensor g = logits.narrow(1, 0, vocab).to(torch::kFloat32);
+      const torch::Tensor lse = torch::logsumexp(g, 1, /*keepdim=*/true);
+      loss.add_((lse.squeeze(1) - g.gather(1, tc).squeeze(1)).sum());
+      g.sub_(lse).exp_().scatter_add_(1, tc, torch::full({rows, 1}, -1.0, g.options())).div_(double(n));
+      const torch::Tensor gc = g.to(logits.scalar_type());
+      dh.narrow(0, first, rows).copy_(torch::mm(gc, real));
+      dreal.add_(torch::mm(gc.t(), hc));
+    }
+    ctx->save_for_backward({dh, dweight.to(weight.scalar_type())});
+    return loss.div_(double(n));
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    return {saved[0] * grad_output[0], saved[1] * grad_output[0], torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,
@@ -80,6 +119,13 @@ torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Te
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), targets);
 }
 
+torch::Tensor head_cross_entropy_chunked(const torch::Tensor& h, const torch::Tensor& weight,
+                                         const torch::Tensor& targets, int64_t vocab, int64_t chunk_rows) {
+  if (vocab <= 0) vocab = weight.size(0);
+  if (chunk_rows <= 0) chunk_rows = head_chunk_rows(vocab);
+  return ChunkedHeadCrossEntropy::apply(h, weight, targets, vocab, chunk_rows);
+}
+
 torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
                                  bool small_width, int64_t vocab) {
   if (vocab > 0 && vocab < weight.size(0) && h.device().is_cpu())
@@ -87,6 +133,8 @@ torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& we
   const bool fusable = h.device().is_cpu() && h.scalar_type() == torch::kFloat32 &&
                        weight.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled() &&
                        torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
+  const bool wants_grad = torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
+  if (!h.device().is_cpu() && wants_grad) return head_cross_entropy_chunked(h, weight, targets, vocab);
   if (!fusable) return head_cross_entropy_unfused(h, weight, targets, vocab);
   if (small_width && head_rows_supported(h.size(1)))
     return SmallWidthHead::apply(h.contiguous(), weight.contiguous(), targets.contiguous());

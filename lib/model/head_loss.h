@@ -13,8 +13,9 @@
 namespace shapelaw {
 
 // h [N, W], head weight [V, W], targets [N] (int64) -> scalar mean loss (fp32).
-// Fused on CPU in fp32 when a gradient is wanted; the plain composition otherwise
-// (CUDA, autocast, no-grad evaluation). Both give the same loss and gradients.
+// Fused on CPU in fp32 when a gradient is wanted, chunked off the CPU (below); the plain
+// composition otherwise (CPU autocast, no-grad evaluation). All give the same loss and
+// gradients up to rounding.
 // small_width: where the width is one kernels/softmax_rows.h's head_rows keeps in registers
 // (16 or 32, whatever the instruction set), the whole head in one pass over the rows
 // instead of three GEMMs; equal up to float rounding (dU is summed in another order), so
@@ -26,6 +27,13 @@ namespace shapelaw {
 // matmul runs over every row, for its tiles, and the logits are cut.
 torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
                                  bool small_width = false, int64_t vocab = 0);
+
+// Off the CPU, with a gradient wanted: the loss over chunks of chunk_rows rows (0:
+// head_chunk_rows, model/model_config.h), each chunk's gradients taken at once, so no [N, V] tensor outlives its
+// chunk (dh [N, W] and dU are kept instead). Any device; tested on the CPU against the
+// plain composition.
+torch::Tensor head_cross_entropy_chunked(const torch::Tensor& h, const torch::Tensor& weight,
+                                         const torch::Tensor& targets, int64_t vocab = 0, int64_t chunk_rows = 0);
 
 // The plain composition, always: the reference the fused path is tested against.
 torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,

@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace shapelaw {
@@ -64,6 +66,10 @@ double flops_per_token(const ModelConfig& c) {
   ParamCounts p = count_parameters(c);
   double matmul_params = double(p.non_embedding) + double(c.vocab_size) * c.width;
   return 6.0 * matmul_params + 12.0 * c.depth * double(c.width) * c.seq_len;
+}
+
+int64_t head_chunk_rows(int64_t vocab) {
+  return std::max<int64_t>(64, (int64_t(1) << 26) / std::max<int64_t>(1, vocab) / 64 * 64);
 }
 
 nlohmann::json to_json(const ModelConfig& c) {

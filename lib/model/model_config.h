@@ -69,6 +69,10 @@ ParamCounts count_parameters(const ModelConfig& config);
 // + 12 * D * W * seq_len             attention scores QK^T and A.V (no causal discount)
 double flops_per_token(const ModelConfig& config);
 
+// Rows per chunk of the chunked head loss off the CPU (model/head_loss.h), here for the
+// memory plan too: a chunk's fp32 logits at most 2^26 elements (256 MiB), a multiple of 64.
+int64_t head_chunk_rows(int64_t vocab);
+
 // The option rows of a ModelConfig (util/option_table.h): every field is binding.
 template <class Config, class F>  // Config: ModelConfig or const ModelConfig
 void visit_model_options(Config& c, F&& f) {

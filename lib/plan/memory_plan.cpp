@@ -71,10 +71,17 @@ ActivationBytes activation_bytes(const PlanOptions& o, int64_t micro_batch) {
   const int64_t attention_tmp = (fused ? 4 * c * unit : 2 * c * a * s * n + 2 * c * unit) - mlp - c * unit - kFp32 * unit;
   r.layer_backward = kFp32 * unit + std::max(mlp_tmp, attention_tmp);
   r.outside_blocks = kFp32 * unit + c * unit + norm_extra;  // last hidden state, final norm output
-  // head: fused on CPU (model/head_loss.h): the logits become their own gradient in place;
-  // unfused: fp32 log-probabilities saved, and in backward their gradient and the logits'
-  const bool fused_head = !o.cuda && !o.bf16;
-  r.head = fused_head ? kFp32 * n * V : 3 * kFp32 * n * V;
+  // head (model/head_loss.h): fused on the CPU, the logits become their own gradient in
+  // place; unfused (CPU autocast), fp32 log-probabilities saved, and in backward their
+  // gradient and the logits'; chunked on a GPU, dh and the fp32 dU kept, and one chunk's
+  // logits (compute dtype), fp32 softmax and its cast, with the weight cast twice (inside
+  // the loss autocast's cache is off)
+  if (o.cuda) {
+    const int64_t Vr = m.vocab_size, rows = std::min(n, head_chunk_rows(Vr));
+    r.head = kFp32 * unit + kFp32 * V * W + rows * (c * V + kFp32 * Vr + c * Vr) + (o.bf16 ? c * (V + Vr) * W : 0);
+  } else {
+    r.head = !o.bf16 ? kFp32 * n * V : 3 * kFp32 * n * V;
+  }
   if (o.bf16) {
     const ParamCounts p = count_parameters(m);
     r.weight_copies = 2 * (p.non_embedding + m.padded_vocab() * W);
@@ -162,7 +169,7 @@ nlohmann::json to_json(const Plan& p) {
           {"device", o.cuda ? "cuda" : "cpu"},
           {"precision", o.bf16 ? "bf16" : "fp32"},
           {"attention", o.cuda ? "fused" : "textbook"},
-          {"head_loss", !o.cuda && !o.bf16 ? "fused" : "unfused"},
+          {"head_loss", o.cuda ? "chunked" : !o.bf16 ? "fused" : "unfused"},
           {"world_size", o.world},
           {"zero", o.zero},
           {"probe_steps", o.probe_steps},

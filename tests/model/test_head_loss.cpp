@@ -7,6 +7,7 @@
 
 #include "kernels/kernel_set.h"
 #include "model/head_loss.h"
+#include "model/model_config.h"
 
 using namespace shapelaw;
 
@@ -36,6 +37,29 @@ TEST_CASE("fused head cross-entropy equals log_softmax + nll in loss and both gr
     CHECK(torch::allclose(a.dh, b.dh, 1e-4, 1e-6));
     CHECK(torch::allclose(a.dw, b.dw, 1e-4, 1e-6));
   }
+}
+
+TEST_CASE("chunked head cross-entropy (the GPU's path) equals the plain composition, chunks and padding whatever") {
+  torch::manual_seed(5);
+  const int64_t n = 40, vocab = 97, padded = 128, width = 24;
+  auto h0 = torch::randn({n, width}) * 2.0;
+  auto w0 = torch::randn({padded, width}) * 0.5;  // rows past vocab: padding, not zero, must not count
+  auto y = torch::randint(0, vocab, {n}, torch::kLong);
+  auto h = h0.clone().requires_grad_(true), w = w0.narrow(0, 0, vocab).clone().requires_grad_(true);
+  auto reference = head_cross_entropy_unfused(h, w, y);
+  (reference * 0.5).backward();
+  for (int64_t chunk : {int64_t(7), int64_t(40), int64_t(64), int64_t(0)}) {  // 7: the last chunk short; 0: the default
+    INFO("chunk rows " << chunk);
+    auto hc = h0.clone().requires_grad_(true), wc = w0.clone().requires_grad_(true);
+    auto loss = head_cross_entropy_chunked(hc, wc, y, vocab, chunk);
+    (loss * 0.5).backward();
+    CHECK(loss.item<double>() == Approx(reference.item<double>()).epsilon(1e-6));
+    CHECK(torch::allclose(hc.grad(), h.grad(), 1e-5, 1e-7));
+    CHECK(torch::allclose(wc.grad().narrow(0, 0, vocab), w.grad(), 1e-5, 1e-7));
+    CHECK(wc.grad().narrow(0, vocab, padded - vocab).abs().max().item<float>() == 0.0f);
+  }
+  CHECK(head_chunk_rows(50257) == 1280);  // 1280 x 50257 fp32 logits: just under 256 MiB a chunk
+  CHECK(head_chunk_rows(int64_t(1) << 30) == 64);
 }
 
 TEST_CASE("fused head cross-entropy is used only where it applies") {
