@@ -58,18 +58,29 @@ std::vector<CurvePoint> law_curves(const nlohmann::json& fit, const std::vector<
     }
     if (!complete) continue;
     for (const auto& [w, rs] : by_width) {
-      // N(D) = a + b·D by least squares over the width's runs; T their mean tokens
-      double sd = 0, sn = 0, sdd = 0, sdn = 0, st = 0;
-      for (const Run* r : rs) {
-        const double y = n_of(*r, n_source);
-        sd += r->depth;
-        sn += y;
-        sdd += double(r->depth) * r->depth;
-        sdn += r->depth * y;
-        st += r->tokens;
-      }
-      const double n = double(rs.size()), den = n * sdd - sd * sd;
-      const double b = den > 0 ? (n * sdn - sd * sn) / den : sn / sd, a = den > 0 ? (sn - b * sd) / n : 0;
+      // N(D) = a + b·D by least squares over the width's runs. T likewise where the runs saw
+      // different numbers of tokens: a budget per configuration (train --tokens-per-param)
+      // makes T proportional to a parameter count, so linear in D too, and a curve drawn at
+      // one T would rise with depth where the runs, each with its own budget, fall. Where
+      // every run saw the same tokens, T is that number exactly.
+      const auto line = [&](auto value) {
+        double sd = 0, sv = 0, sdd = 0, sdv = 0;
+        for (const Run* r : rs) {
+          const double y = value(*r);
+          sd += r->depth;
+          sv += y;
+          sdd += double(r->depth) * r->depth;
+          sdv += r->depth * y;
+        }
+        const double n = double(rs.size()), den = n * sdd - sd * sd;
+        const double b = den > 0 ? (n * sdv - sd * sv) / den : sv / sd, a = den > 0 ? (sv - b * sd) / n : 0;
+        return std::pair{a, b};
+      };
+      const auto [a, b] = line([&](const Run& r) { return n_of(r, n_source); });
+      const bool same_tokens =
+          std::all_of(rs.begin(), rs.end(), [&](const Run* r) { return r->tokens == rs.front()->tokens; });
+      const auto [ta, tb] = same_tokens ? std::pair{double(rs.front()->tokens), 0.0}
+                                        : line([](const Run& r) { return double(r.tokens); });
       const double d_max = 1.5 * max_depth;
       for (int i = 0; i <= steps; ++i) {
         // log-spaced in D, as the plots' axes are
@@ -78,7 +89,7 @@ std::vector<CurvePoint> law_curves(const nlohmann::json& fit, const std::vector<
         x.D = d;
         x.W = w;
         x.N = a + b * d;
-        x.T = st / n;
+        x.T = same_tokens ? ta : ta + tb * d;
         out.push_back({name, w, d, x.N, x.T, law.predict(x, p)});
       }
     }

@@ -3,7 +3,8 @@
 // deepest run, evaluated with the law's own predict (fit/laws.h) at the record's estimates,
 // so no plot restates a formula. Per width N(D) is the least-squares line through the width's
 // runs (identical blocks make N linear in D) in the record's N (non-embedding, total or
-// 12·D·W²), and T the tokens its runs saw.
+// 12·D·W²), and T the tokens its runs saw: one number where they all saw the same, else
+// (a budget per configuration) the least-squares line in D through them as well.
 #include <string>
 #include <vector>
 

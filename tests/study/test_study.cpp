@@ -22,12 +22,13 @@ struct Spec {
   int seed = 42;
   std::string param = "sp";
   std::string group = "";
+  double tokens = 1179648;
 };
 
 std::string write_summary(const std::string& dir, const Spec& s) {
   const double W = s.W, non_emb = s.D * (12.0 * W * W + 4.0 * W) + 2.0 * W;
   json j = {{"format", "shapelaw.summary"}, {"version", 1}, {"run_id", s.id}, {"depth", s.D}, {"width", s.W},
-            {"vocab_size", 2048}, {"tokens", 1179648}, {"param", s.param}, {"wall_seconds", 10.0},
+            {"vocab_size", 2048}, {"tokens", s.tokens}, {"param", s.param}, {"wall_seconds", 10.0},
             {"params", {{"total", non_emb + 2 * 2048.0 * W}, {"non_embedding", non_emb}, {"paper_12DW2", 12.0 * s.D * W * W}}},
             {"final_val_loss", s.loss},
             {"config", {{"lr", s.lr}, {"seed", s.seed}, {"model", {{"depth", s.D}, {"width", s.W}}}}}};
@@ -242,6 +243,23 @@ TEST_CASE("law curves are the law's own predict at the record's estimates") {
   CHECK(pts.front().depth == Approx(1));
   CHECK(pts.back().depth == Approx(6));  // 1.5 × the deepest run
   CHECK(study::curves_csv(pts).rfind("model,width,depth,N,T,loss\nkaplan,16,1,", 0) == 0);
+  for (const auto& p : pts) CHECK(p.T == 1179648);  // every run saw the same tokens: that number, exactly
+}
+
+TEST_CASE("law curves of a budgeted study: each shape drawn at its own budget, not at one T") {
+  test::TempDir dir;
+  // 20 tokens per non-embedding parameter, as make chinchilla: T = 20·N(D) at every depth
+  auto spec = [](const std::string& id, int D) {
+    const double non_emb = D * (12.0 * 256 + 64) + 32;
+    Spec s{id, D, 16, 3e-3, 5.0};
+    s.tokens = 20 * non_emb;
+    return s;
+  };
+  const auto runs = study::read_runs(write_all(dir.path(), {spec("w16-d1", 1), spec("w16-d4", 4), spec("w16-d16", 16)}));
+  const auto pts = study::law_curves(fit_record(2.43, 8, 0.3), {"kaplan"}, runs, 10);
+  REQUIRE(pts.size() == 11);
+  for (const auto& p : pts) CHECK(p.T == Approx(20 * p.N).epsilon(1e-9));
+  CHECK(pts.back().T > 20 * pts.front().T);  // D = 24 against D = 1
 }
 
 TEST_CASE("the study's headline separates the penalty from the law, and points to the controls") {
