@@ -82,7 +82,7 @@ double tokens_per_param(const std::vector<Run>& runs) {
 std::string penalty_sentence(const std::vector<WidthExcess>& excess, const std::vector<PenaltyVerdict>& verdicts,
                              const SeedSpread& spread) {
   if (excess.empty()) return "No width has a depth sweep: the grid cannot show a depth penalty.";
-  int survives = 0, vanishes = 0, unjudged = 0;
+  int survives = 0, vanishes = 0, unjudged = 0, deepest_best = 0;
   std::string per;
   for (size_t i = 0; i < excess.size(); ++i) {
     const auto& e = excess[i];
@@ -92,6 +92,7 @@ std::string penalty_sentence(const std::vector<WidthExcess>& excess, const std::
     unjudged += v.state == Penalty::unjudged;
     if (!per.empty()) per += "; ";
     per += "W = " + std::to_string(e.width) + ": ";
+    deepest_best += e.deepest_is_best();
     if (e.deepest_is_best())
       per += "the deepest run (D = " + std::to_string(e.deepest_depth) + ") is the best";
     else
@@ -105,6 +106,9 @@ std::string penalty_sentence(const std::vector<WidthExcess>& excess, const std::
     lead = "Undecided: one seed per configuration, so no excess can be judged against seed noise";
   else if (survives == n)
     lead = "Yes, at every width";
+  else if (deepest_best == n)  // needs no SE: with one seed too
+    lead = std::string("No: at every width the deepest run is the best") +
+           (spread.available ? "" : " (one seed per configuration: no SE, and none is needed for that)");
   else if (survives == 0 && unjudged == 0)
     lead = "No: at no width is the deepest run more than 2 SE worse than the best depth";
   else

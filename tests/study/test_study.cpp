@@ -131,6 +131,32 @@ TEST_CASE("one penalty rule: deepest best, within 2 SE, shrinks against a refere
   CHECK(study::judge_penalty(e).state == study::Penalty::unjudged);
 }
 
+TEST_CASE("the penalty sentence: the deepest run best everywhere needs no SE, and with one seed none is claimed") {
+  study::WidthExcess a;
+  a.width = 16;
+  a.best_depth = a.deepest_depth = 16;
+  study::WidthExcess b = a;
+  b.width = 64;
+  b.best_depth = b.deepest_depth = 4;
+  const std::vector<study::WidthExcess> both{a, b};
+  const std::vector<study::PenaltyVerdict> verdicts{study::judge_penalty(a), study::judge_penalty(b)};
+  const std::string one_seed = study::penalty_sentence(both, verdicts, study::SeedSpread{});
+  CHECK(one_seed.rfind("No: at every width the deepest run is the best (one seed per configuration: no SE", 0) == 0);
+  CHECK(one_seed.find("2 SE") == std::string::npos);
+  CHECK(one_seed.find("W = 64: the deepest run (D = 4) is the best") != std::string::npos);
+  study::SeedSpread seeds;
+  seeds.available = true;
+  seeds.sd = 0.01;
+  seeds.source = "3 seeds";
+  CHECK(study::penalty_sentence(both, verdicts, seeds).rfind("No: at every width the deepest run is the best: ", 0) == 0);
+  // one width within 2 SE, the other's deepest best: the 2-SE wording, with its SE
+  b.best_depth = 2;
+  b.excess = 0.01;
+  b.se = 0.02;
+  const std::string mixed = study::penalty_sentence({a, b}, {study::judge_penalty(a), study::judge_penalty(b)}, seeds);
+  CHECK(mixed.rfind("No: at no width is the deepest run more than 2 SE worse than the best depth", 0) == 0);
+}
+
 TEST_CASE("the best lr per row follows fit-law --best-of's rule: lowest mean, ties to the smaller, edges flagged") {
   test::TempDir dir;
   const auto runs = study::read_runs(write_all(
