@@ -242,7 +242,10 @@ std::string format_plan(const Plan& p) {
   line("  per block", double(a.per_layer), "saved for backward");
   line("  without recompute", double(a.without_recompute), "");
   line("  with recompute", double(a.with_recompute), "block inputs + one block");
-  line("  output head", double(a.head), !o.cuda && !o.bf16 ? "fused: logits become their gradient" : "logits, log-probs, gradients");
+  line("  output head", double(a.head),
+       o.cuda    ? "chunked: dh and dU kept, one chunk of " + std::to_string(head_chunk_rows(o.model.vocab_size)) + " rows' logits"
+       : !o.bf16 ? "fused: logits become their gradient"
+                 : "logits, log-probs, gradients");
   if (a.weight_copies) line("  bf16 weight copies", double(a.weight_copies), "autocast cache");
   line("peak", double(p.peak), "allocated to tensors");
   if (o.cuda) {
