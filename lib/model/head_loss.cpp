@@ -1,6 +1,7 @@
 #include "model/head_loss.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <ATen/Parallel.h>
 
@@ -77,27 +78,31 @@ struct SmallWidthHead : torch::autograd::Function<SmallWidthHead> {
 // above) and turned at once into its share of dL/dh and dL/dU, so what is kept for backward
 // is dh [N, W] and dU [V_padded, W], not the fp32 log-probabilities [N, V] the plain
 // composition saves (3.3 GB at 16 x 1024 tokens of GPT-2's vocabulary, and as much again
-// in backward). Under autocast the matmuls run in bf16 and the softmax in fp32; no host
-// synchronisation.
+// in backward). Under autocast the matmuls run in bf16 and the softmax in fp32. Every
+// matmul takes the weight itself, not a view of it, so autocast's cached bf16 copy serves
+// (a view is cast anew each time); the padding columns' logits are set to -inf instead,
+// which gives them zero probability and zero gradient. No host synchronisation.
 struct ChunkedHeadCrossEntropy : torch::autograd::Function<ChunkedHeadCrossEntropy> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
                                const torch::Tensor& weight, const torch::Tensor& targets, int64_t vocab,
                                int64_t chunk_rows) {
-    const int64_t n = h.size(0);
-    const torch::Tensor real = weight.narrow(0, 0, vocab);
-    torch::Tensor dh = torch::empty_like(h), dweight = torch::zeros_like(weight, weight.options().dtype(torch::kFloat32));
-    torch::Tensor dreal = dweight.narrow(0, 0, vocab), loss = torch::zeros({}, h.options().dtype(torch::kFloat32));
+    const int64_t n = h.size(0), padded = weight.size(0);
+    torch::Tensor dh = torch::empty_like(h), dweight;
+    torch::Tensor loss = torch::zeros({}, h.options().dtype(torch::kFloat32));
     for (int64_t first = 0; first < n; first += chunk_rows) {
       const int64_t rows = std::min(chunk_rows, n - first);
       const torch::Tensor hc = h.narrow(0, first, rows), tc = targets.narrow(0, first, rows).unsqueeze(1);
-      torch::Tensor logits = torch::mm(hc, weight.t());  // every row: whole tiles
-      torch::Tensor g = logits.narrow(1, 0, vocab).to(torch::kFloat32);
+      const torch::Tensor logits = torch::nn::functional::linear(hc, weight);  // every row: whole tiles
+      torch::Tensor g = logits.to(torch::kFloat32);
+      if (padded > vocab) g.narrow(1, vocab, padded - vocab).fill_(-std::numeric_limits<float>::infinity());
       const torch::Tensor lse = torch::logsumexp(g, 1, /*keepdim=*/true);
       loss.add_((lse.squeeze(1) - g.gather(1, tc).squeeze(1)).sum());
       g.sub_(lse).exp_().scatter_add_(1, tc, torch::full({rows, 1}, -1.0, g.options())).div_(double(n));
       const torch::Tensor gc = g.to(logits.scalar_type());
-      dh.narrow(0, first, rows).copy_(torch::mm(gc, real));
-      dreal.add_(torch::mm(gc.t(), hc));
+      dh.narrow(0, first, rows).copy_(torch::mm(gc, weight));
+      torch::Tensor part = torch::mm(gc.t(), hc);
+      if (!dweight.defined()) dweight = part.to(torch::kFloat32);
+      else dweight.add_(part);
     }
     ctx->save_for_backward({dh, dweight.to(weight.scalar_type())});
     return loss.div_(double(n));

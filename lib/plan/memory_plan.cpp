@@ -74,11 +74,11 @@ ActivationBytes activation_bytes(const PlanOptions& o, int64_t micro_batch) {
   // head (model/head_loss.h): fused on the CPU, the logits become their own gradient in
   // place; unfused (CPU autocast), fp32 log-probabilities saved, and in backward their
   // gradient and the logits'; chunked on a GPU, dh and the fp32 dU kept, and one chunk's
-  // logits (compute dtype), fp32 softmax and its cast, with the weight cast twice (inside
-  // the loss autocast's cache is off)
+  // logits (compute dtype), fp32 softmax and its cast, over the padded columns (the weight's
+  // bf16 copy is autocast's cached one, in weight_copies)
   if (o.cuda) {
-    const int64_t Vr = m.vocab_size, rows = std::min(n, head_chunk_rows(Vr));
-    r.head = kFp32 * unit + kFp32 * V * W + rows * (c * V + kFp32 * Vr + c * Vr) + (o.bf16 ? c * (V + Vr) * W : 0);
+    const int64_t rows = std::min(n, head_chunk_rows(m.vocab_size));
+    r.head = kFp32 * unit + kFp32 * V * W + rows * (2 * c + kFp32) * V;
   } else {
     r.head = !o.bf16 ? kFp32 * n * V : 3 * kFp32 * n * V;
   }
