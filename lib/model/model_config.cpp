@@ -24,7 +24,7 @@ void ModelConfig::validate() const {
     fail("head_dim " + std::to_string(head_dim) + " must divide width " + std::to_string(width));
   if (vocab_size < 2) fail("vocab_size must be >= 2");
   if (vocab_multiple < 1 || vocab_multiple > 4096)
-    fail("vocab_multiple must be in [1, 4096] (got " + std::to_string(vocab_multiple) + ")");
+    fail("--vocab-multiple must be in [1, 4096] (got " + std::to_string(vocab_multiple) + ")");
   if (seq_len < 1) fail("seq_len must be >= 1");
   if (mlp != "gelu" && mlp != "swiglu") fail("mlp must be gelu or swiglu (got '" + mlp + "')");
   if (norm != "layernorm" && norm != "rmsnorm")
