@@ -15,7 +15,8 @@
 #      the same with the optimizer state dropped on resume, which must miss the tolerance
 #      many times over (so the tolerance can see a broken resume)
 #   5. the backend (NCCL) on one rank, ZeRO-1, ZeRO-2 (1 MiB buckets, recomputation) and
-#      its kill/resume, recomputation, --block-impl fused's fallback: against the plain run
+#      its kill/resume, recomputation, a readout every step, --block-impl fused's fallback:
+#      against the plain run
 #   6. probe steps: ZeRO-2's per-layer gradient norms against the plain run's; probe-grads
 #      measure on the GPU against the CPU; `train eval` on the GPU against summary.json's
 #      validation loss of the same precision
@@ -292,6 +293,11 @@ same_as_plain "ZeRO-2 ${zero2[*]} over $backend on one rank vs plain AdamW" "$wo
 train_run "$work/recompute" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --activation-checkpointing \
   && check losses "activation recomputation vs plain" "$work/straight" "$work/recompute" 1 "$TOL_SAME" \
   || fail "activation recomputation vs plain" "the run failed"
+# a readout every step (the host waits for each) against the default's, every 10 steps on
+# a GPU, where the device runs ahead and the clip scale never leaves it: the same values
+train_run "$work/readout" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --readout-every 1 \
+  && check losses "a readout every step vs the default's (every 10 steps on a GPU)" "$work/straight" "$work/readout" 1 "$TOL_SAME" \
+  || fail "a readout every step vs the default's" "the run failed"
 # --block-impl fused is CPU float32 only: on CUDA it runs the aten block (the same losses)
 # and says so once per process
 fallback='--block-impl fused: CPU float32 only'
@@ -354,9 +360,11 @@ for s in "${shapes[@]}"; do
   set -- $s
   name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * 2 ))
   # GPT-2's vocabulary padded to 50304 as paper.mk trains it; the reference is given the
-  # padded size (nanoGPT's), so both run the same matmuls; MFU counts the real 50257
+  # padded size (nanoGPT's), so both run the same matmuls; MFU counts the real 50257.
+  # Readouts every 2 steps: the GPU runs ahead in between, as in a paper run, and the first
+  # window (the two warm-up steps gpu_check.py skips) stays out of the others' times
   if ! run_dev "$work/$name" 200 --depth "$D" --width "$W" --head-dim 64 --seq-len "$S" --micro-batch "$M" \
-      --batch-tokens "$B" --steps 12 --checkpoint-every 0 --vocab-size 50257 --vocab-multiple 64; then
+      --batch-tokens "$B" --steps 12 --checkpoint-every 0 --vocab-size 50257 --vocab-multiple 64 --readout-every 2; then
     fail "throughput $name" "the run failed ($(grep -v '^==' "$log" | tail -1))"; continue
   fi
   ref=""

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -235,6 +236,33 @@ inline bool cpu_autocast_enabled() {
   return at::autocast::is_autocast_enabled(at::kCPU);
 #else
   return at::autocast::is_cpu_enabled();
+#endif
+}
+
+// ATen's fused AdamW: one multi-tensor kernel for a list of tensors (CUDA from LibTorch
+// 2.0, CPU from 2.4), the update torch.optim.AdamW(fused=True) takes. state_steps are fp32
+// tensors on the device holding each tensor's 1-based step (read, not advanced: the caller
+// counts); the kernel divides the gradients by grad_scale (an fp32 scalar tensor).
+inline bool has_fused_adamw(const torch::Device& device) {
+#if SHAPELAW_TORCH_AT_LEAST(2, 4)
+  return device.is_cuda() || device.is_cpu();
+#elif SHAPELAW_TORCH_AT_LEAST(2, 0)
+  return device.is_cuda();
+#else
+  (void)device;
+  return false;
+#endif
+}
+inline void fused_adamw(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
+                        at::TensorList exp_avg_sqs, at::TensorList state_steps, double lr, double beta1,
+                        double beta2, double weight_decay, double eps, const torch::Tensor& grad_scale) {
+#if SHAPELAW_TORCH_AT_LEAST(2, 0)
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, state_steps, lr, beta1, beta2,
+                    weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, grad_scale, /*found_inf=*/{});
+#else
+  (void)params, (void)grads, (void)exp_avgs, (void)exp_avg_sqs, (void)state_steps, (void)lr, (void)beta1,
+      (void)beta2, (void)weight_decay, (void)eps, (void)grad_scale;
+  throw std::logic_error("ATen's fused AdamW needs LibTorch 2.0 or later");
 #endif
 }
 

@@ -1,6 +1,8 @@
 #include "train/fused_adamw.h"
 
+#include <array>
 #include <cmath>
+#include <map>
 
 #include <ATen/Parallel.h>
 
@@ -77,6 +79,41 @@ void adamw_step(torch::optim::AdamW& optimizer, double clip_scale) {
   }
 }
 
+void adamw_step(torch::optim::AdamW& optimizer, const torch::Tensor& clip_scale) {
+  if (clip_scale.device().is_cpu()) return adamw_step(optimizer, clip_scale.item<double>());
+  adamw_step_on_device(optimizer, clip_scale);
+}
+
+void adamw_step_on_device(torch::optim::AdamW& optimizer, const torch::Tensor& clip_scale) {
+  torch::NoGradGuard no_grad;
+  for (auto& group : optimizer.param_groups())
+    if (static_cast<torch::optim::AdamWOptions&>(group.options()).amsgrad()) {  // not ours: torch's own step
+      for (auto& g : optimizer.param_groups())
+        for (auto& p : g.params())
+          if (p.grad().defined()) p.grad().mul_(clip_scale);
+      optimizer.step();
+      return;
+    }
+  for (auto& group : optimizer.param_groups()) {
+    const auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+    const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay()};
+    // tensors at the same step go in one call (every tensor steps together in a run; a
+    // loaded optimizer.pt could in principle differ)
+    std::map<int64_t, std::array<std::vector<torch::Tensor>, 4>> by_step;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& state = state_of(optimizer, p);
+      state.step(state.step() + 1);
+      auto& lists = by_step[state.step()];
+      lists[0].push_back(p);
+      lists[1].push_back(p.grad());
+      lists[2].push_back(state.exp_avg());
+      lists[3].push_back(state.exp_avg_sq());
+    }
+    for (auto& [step, lists] : by_step) adamw_update(lists[0], lists[1], lists[2], lists[3], h, step, clip_scale);
+  }
+}
+
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n, const AdamWHyper& h, int64_t step,
                   double clip_scale) {
   const double correction1 = 1.0 - std::pow(h.beta1, double(step));
@@ -87,6 +124,35 @@ void adamw_update(float* param, const float* grad, float* m, float* v, int64_t n
   at::parallel_for(0, n, /*grain_size=*/1 << 15, [&](int64_t begin, int64_t end) {
     adamw_range(param + begin, grad + begin, m + begin, v + begin, end - begin, c);
   });
+}
+
+void adamw_update(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& grads,
+                  const std::vector<torch::Tensor>& exp_avgs, const std::vector<torch::Tensor>& exp_avg_sqs,
+                  const AdamWHyper& h, int64_t step, const torch::Tensor& clip_scale) {
+  torch::NoGradGuard no_grad;
+  if (params.empty()) return;
+  const torch::Device device = params.front().device();
+  bool fused = compat::has_fused_adamw(device);
+  for (const auto* list : {&params, &grads, &exp_avgs, &exp_avg_sqs})
+    for (auto& t : *list)
+      if (t.device() != device || t.scalar_type() != torch::kFloat32 || !t.is_contiguous()) fused = false;
+  if (fused) {
+    // the kernel divides by its scale: the reciprocal of the clip scale
+    const torch::Tensor step_t = torch::full({}, double(step), torch::TensorOptions().dtype(torch::kFloat32).device(device));
+    const std::vector<torch::Tensor> steps(params.size(), step_t);
+    compat::fused_adamw(params, grads, exp_avgs, exp_avg_sqs, steps, h.lr, h.beta1, h.beta2, h.weight_decay, h.eps,
+                        clip_scale.reciprocal().to(torch::kFloat32));
+    return;
+  }
+  const double c1 = 1.0 - std::pow(h.beta1, double(step)), c2 = 1.0 - std::pow(h.beta2, double(step));
+  for (size_t i = 0; i < params.size(); ++i) {
+    torch::Tensor p = params[i], m = exp_avgs[i], v = exp_avg_sqs[i];
+    const torch::Tensor g = grads[i] * clip_scale;
+    p.mul_(1.0 - h.lr * h.weight_decay);
+    m.mul_(h.beta1).add_(g, 1.0 - h.beta1);
+    v.mul_(h.beta2).addcmul_(g, g, 1.0 - h.beta2);
+    p.addcdiv_(m, (v.sqrt() / std::sqrt(c2)).add_(h.eps), -h.lr / c1);
+  }
 }
 
 }  // namespace shapelaw

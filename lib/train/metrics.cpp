@@ -73,7 +73,7 @@ void RunMetrics::train(const StepRecord& r) {
                        {"grad_norm", r.grad_norm}, {"tokens_per_s", r.tokens_per_s}, {"mfu", r.mfu},
                        {"data_wait_ms", r.data_wait_ms}, {"step_ms", r.step_ms},
                        {"forward_ms", optional(r.forward_ms)}, {"backward_ms", optional(r.backward_ms)},
-                       {"optimizer_ms", r.optimizer_ms}}
+                       {"optimizer_ms", optional(r.optimizer_ms)}}
                       .dump());
 }
 

@@ -12,14 +12,22 @@ namespace shapelaw {
 
 namespace {
 
-double global_grad_norm(const std::vector<torch::Tensor>& params) {
+torch::Tensor global_grad_norm(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> sq;
   for (auto& p : params)
     if (p.grad().defined()) sq.push_back(p.grad().to(torch::kFloat32).norm().square());
-  return sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
+  if (sq.empty()) return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(params.empty() ? torch::kCPU : params.front().device()));
+  return torch::stack(sq).sum().to(torch::kFloat64).sqrt();
 }
 
 }  // namespace
+
+torch::Tensor clip_scale_for(const torch::Tensor& norm, double max_norm) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor one = torch::ones_like(norm);
+  if (max_norm <= 0) return one;
+  return torch::where(norm > max_norm, torch::full_like(norm, max_norm) / (norm + 1e-6), one);
+}
 
 Optimizer::Optimizer(TransformerImpl& model, const TrainConfig& c, const Distributed& dist) : dist_(&dist) {
   const Multipliers m = parameterization_multipliers(c.model);
@@ -86,7 +94,7 @@ std::vector<double> Optimizer::sharded_gradient_squares() {
   return sharded_ ? sharded_->gradient_squares() : std::vector<double>();
 }
 
-double Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) {
+torch::Tensor Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) {
   if (!sharded_) {
     dist_->average_gradients(params, loss_sum);
     return global_grad_norm(params);
@@ -96,7 +104,7 @@ double Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, tor
   return sharded_->reduce_gradients();
 }
 
-void Optimizer::step(double clip_scale) {
+void Optimizer::step(const torch::Tensor& clip_scale) {
   if (sharded_) return sharded_->step(clip_scale);
   adamw_step(*adamw_, clip_scale);
 }

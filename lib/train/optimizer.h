@@ -28,6 +28,11 @@ struct OptimizerGroup {
   double lr_mult = 1, weight_decay = 0, eps = 0;  // absolute decay and eps
 };
 
+// The factor that clips the gradients to max_norm (<= 0: no clipping), from their norm on
+// the device: max_norm / (norm + 1e-6) where the norm exceeds max_norm, else exactly 1;
+// computed in fp64 as the host would, so a CPU run's bits do not depend on where it is.
+torch::Tensor clip_scale_for(const torch::Tensor& norm, double max_norm);
+
 class Optimizer {
  public:
   Optimizer(TransformerImpl& model, const TrainConfig& config, const Distributed& dist = Distributed::single());
@@ -38,13 +43,17 @@ class Optimizer {
   void end_micro_batch();
   // The gradients averaged over the data-parallel ranks, and their global norm: all of
   // them all-reduced, or with ZeRO each rank's own slice reduce-scattered (a probe step
-  // too). loss_sum is averaged too.
-  double reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum);
+  // too). loss_sum is averaged too. The norm is a 0-dim fp64 tensor on the device: a GPU
+  // step reads nothing back (the trainer reads it at its readouts, train/trainer.cpp).
+  torch::Tensor reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum);
   // After reduce_gradients, with ZeRO (a collective: every rank calls it): each parameter's
   // squared gradient norm from every rank's slice, in params' order; without ZeRO empty
   // (every .grad is whole and averaged).
   std::vector<double> sharded_gradient_squares();
-  void step(double clip_scale);  // gradients times clip_scale, one AdamW step
+  // Gradients times clip_scale (a 0-dim tensor: clip_scale_for's, on the device), one AdamW
+  // step: fused on the CPU (train/fused_adamw.h), ATen's fused multi-tensor kernel on a GPU.
+  void step(const torch::Tensor& clip_scale);
+  void step(double clip_scale) { step(torch::scalar_tensor(clip_scale, torch::kFloat64)); }
   const std::vector<OptimizerGroup>& groups() const { return groups_; }
   nlohmann::json groups_json() const;  // summary.json "param_groups", checked on resume
   bool sharded() const { return bool(sharded_); }

@@ -44,6 +44,12 @@ std::vector<std::string> TrainConfig::caps() const {
   return out;
 }
 
+int64_t TrainConfig::readout_interval(bool on_cpu) const {
+  if (readout_every > 0) return readout_every;
+  if (on_cpu) return 1;
+  return log_every > 0 ? log_every : 10;
+}
+
 double TrainConfig::lr_at(int64_t step) const {
   const int64_t warm = warmup(), total = total_steps();
   if (step < warm) return lr * double(step + 1) / double(warm);
@@ -95,6 +101,8 @@ void TrainConfig::validate() const {
   if (keep_checkpoints < 1) fail("--keep-checkpoints must be >= 1 (got " + std::to_string(keep_checkpoints) + ")");
   if (val_every < 0) fail("--val-every must be >= 0 (0: at the end only; got " + std::to_string(val_every) + ")");
   if (log_every < 0) fail("--log-every must be >= 0 (0: no progress lines; got " + std::to_string(log_every) + ")");
+  if (readout_every < 0)
+    fail("--readout-every must be >= 0 (0: the device's default; got " + std::to_string(readout_every) + ")");
   if (val_tokens < 0) fail("--val-tokens must be >= 0 (got " + std::to_string(val_tokens) + ")");
   if (threads < 0) fail("--threads must be >= 0 (0: all cores; got " + std::to_string(threads) + ")");
   if (prefetch < 0) fail("--prefetch must be >= 0 (got " + std::to_string(prefetch) + ")");

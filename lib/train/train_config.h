@@ -46,6 +46,7 @@ struct TrainConfig {
   int64_t val_every = 0;          // steps between validation passes (0: only at the end)
   int64_t val_tokens = 1 << 20;   // size of the fixed validation set
   int64_t log_every = 10;         // progress line on stderr
+  int64_t readout_every = 0;      // steps between host reads of loss and grad norm (0: readout_interval's)
   int64_t checkpoint_every = 1000;
   int keep_checkpoints = 3;
   double divergence_factor = 2;   // stop when the loss exceeds this x max(first loss, ln vocab) (0: non-finite only)
@@ -76,6 +77,10 @@ struct TrainConfig {
   // a 30-step run: ..."); empty when nothing was capped. The trainer adds the data's caps.
   std::vector<std::string> caps() const;
   double lr_at(int64_t step) const;  // step 0-based: linear warmup, cosine to min_lr
+  // Steps between readouts (train/trainer.cpp): --readout-every, or by default every step on
+  // the CPU, where reading a value waits for nothing, and --log-every steps (10 without
+  // progress lines) on a GPU, which then runs ahead of the host in between.
+  int64_t readout_interval(bool on_cpu) const;
   void validate() const;           // throws Error
 };
 
@@ -129,6 +134,11 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"val_every", "--val-every", "steps between validation passes (0: end only)"}.runtime(), c.val_every);
   f(OptionInfo{"val_tokens", "--val-tokens", "size of the fixed validation set"}, c.val_tokens);
   f(OptionInfo{"log_every", "--log-every", "steps between progress lines on stderr"}.runtime(), c.log_every);
+  f(OptionInfo{"readout_every", "--readout-every",
+               "steps between reads of the loss and gradient norm back to the host, where divergence is checked "
+               "and metrics written (0: every step on cpu, --log-every on cuda; the values are the same either way)"}
+        .runtime(),
+    c.readout_every);
   f(OptionInfo{"checkpoint_every", "--checkpoint-every", "steps between checkpoints (0: end only)"}.runtime(),
     c.checkpoint_every);
   f(OptionInfo{"keep_checkpoints", "--keep-checkpoints", "complete checkpoints kept"}.runtime(), c.keep_checkpoints);

@@ -328,8 +328,8 @@ int run_impl(const TrainConfig& given) {
   auto diverged = [&](const std::string& why, int64_t from_step) {
     auto moved = leader ? checkpointer.set_aside(from_step, "diverged-") : std::vector<std::string>{};
     auto kept = checkpointer.complete();
-    std::string text = "the run diverged at step " + std::to_string(st.step + 1) + ": " + why + " (lr " +
-                       fmt("%g", cfg.lr_at(st.step)) + "); stopped.";
+    std::string text = "the run diverged at step " + std::to_string(from_step + 1) + ": " + why + " (lr " +
+                       fmt("%g", cfg.lr_at(from_step)) + "); stopped.";
     if (!moved.empty())
       text += " " + std::to_string(moved.size()) + " checkpoint(s) from step " + std::to_string(from_step) +
               " on hold the diverging weights and were moved aside (" + fs::path(moved.front()).filename().string() +
@@ -374,33 +374,100 @@ int run_impl(const TrainConfig& given) {
     const auto loop_start = Clock::now();
     const int64_t first_step = st.step;  // ETA from this session's pace (resume included)
     int64_t epoch_seen = int64_t(st.cursor.epoch);
-    while (st.step < total_steps) {
-      if (const int signal = stop_requested()) {
-        // the signal arrived during the last step (or before the first): a checkpoint of
-        // where the run is, then out; the rerun resumes bit-identically
-        auto existing = checkpointer.complete();
-        if (st.step > 0 && (existing.empty() || existing.back().first != st.step)) save_checkpoint();
-        log(std::string(StopSignals::name(signal)) + " received: stopped after step " + std::to_string(st.step) + " of " +
-            std::to_string(total_steps) +
-            (st.step > 0 ? ", checkpoint " + checkpointer.complete().back().second + " written"
-                         : std::string(", nothing trained yet")) +
-            "; rerun the same command to resume");
-        return 128 + signal;
-      }
-      const auto t0 = Clock::now();
+    // Readouts. A step's loss and gradient norm stay on the device (the clip scale is
+    // computed there too) until a readout reads those of every step since the last one at
+    // once, checks them for divergence and writes them out in step order. On the CPU every
+    // step is one; on a GPU the host queues the next steps meanwhile. Probe, validation,
+    // checkpoint, progress and signal handling all happen at readouts, so a divergence
+    // found a few steps late has saved nothing from them. Timing: where every step waits
+    // for the device (the CPU, or a readout each step) each step's own; otherwise the
+    // window's time shared equally by its steps, with the optimizer's time not measured.
+    const int64_t readout_every = cfg.readout_interval(rd.device.is_cpu());
+    const bool step_waits = rd.device.is_cpu() || readout_every == 1;
+    struct Pending {
       StepRecord rec;
+      torch::Tensor loss_sum, grad_norm;  // on the device
+      bool read = false;
+    };
+    std::vector<Pending> pending;
+    auto window_start = Clock::now();
+    // the rows of the steps read so far go out, and leave `pending`
+    auto write_read = [&] {
+      const double window_s = seconds_since(window_start);
+      size_t written = 0;
+      for (auto& p : pending) {
+        if (!p.read) break;
+        StepRecord& rec = p.rec;
+        if (!step_waits) rec.step_ms = 1000.0 * window_s / double(pending.size()), rec.optimizer_ms = -1;
+        rec.tokens_per_s = double(cfg.batch_tokens) / (rec.step_ms / 1000.0);
+        rec.mfu = fpt * rec.tokens_per_s / (peak * dist.world);
+        metrics.train(rec);
+        if (cfg.log_every > 0 && (rec.step % cfg.log_every == 0 || rec.step == total_steps))
+          log("step " + std::to_string(rec.step) + "/" + std::to_string(total_steps) + " loss " +
+              fmt("%.4f", rec.loss) + " lr " + fmt("%.3g", rec.lr) + " gnorm " + fmt("%.3g", rec.grad_norm) + " | " +
+              fmt("%.0f", rec.tokens_per_s) + " tok/s, MFU " + fmt("%.1f%%", 100 * rec.mfu) + ", data wait " +
+              fmt("%.2f", rec.data_wait_ms) + " ms, ETA " +
+              format_duration(seconds_since(loop_start) / double(rec.step - first_step) *
+                              double(total_steps - rec.step)));
+        ++written;
+      }
+      pending.erase(pending.begin(), pending.begin() + long(written));
+    };
+    // the values of the steps not read yet, in one wait for the device; on divergence the
+    // steps before it are written out, as a readout every step would have
+    auto check_pending = [&] {
+      std::vector<torch::Tensor> values;
+      for (auto& p : pending)
+        if (!p.read) values.insert(values.end(), {p.loss_sum.to(torch::kFloat64), p.grad_norm});
+      if (values.empty()) return;
+      const torch::Tensor host = torch::stack(values).cpu();
+      const double* v = host.data_ptr<double>();
+      for (auto& p : pending) {
+        if (p.read) continue;
+        p.rec.loss = v[0] / double(accum), p.rec.grad_norm = v[1], v += 2;
+        const auto guard = DivergenceCheck::for_run(st.losses.empty() ? p.rec.loss : st.losses.front(),
+                                                    cfg.model.vocab_size, cfg.divergence_factor);
+        if (const std::string why = guard.check(p.rec.loss, p.rec.grad_norm); !why.empty()) {
+          const int64_t step_before = p.rec.step - 1;
+          write_read();
+          throw diverged(why, step_before);
+        }
+        p.read = true;
+        st.losses.push_back(p.rec.loss);
+      }
+    };
+    auto read_out = [&] {
+      check_pending();
+      write_read();
+    };
+    auto every = [&](int64_t n) { return n > 0 && st.step % n == 0; };
+    while (st.step < total_steps) {
+      if (pending.empty())
+        if (const int signal = stop_requested()) {
+          // the signal arrived during the last step (or before the first): a checkpoint of
+          // where the run is, then out; the rerun resumes bit-identically
+          auto existing = checkpointer.complete();
+          if (st.step > 0 && (existing.empty() || existing.back().first != st.step)) save_checkpoint();
+          log(std::string(StopSignals::name(signal)) + " received: stopped after step " + std::to_string(st.step) +
+              " of " + std::to_string(total_steps) +
+              (st.step > 0 ? ", checkpoint " + checkpointer.complete().back().second + " written"
+                           : std::string(", nothing trained yet")) +
+              "; rerun the same command to resume");
+          return 128 + signal;
+        }
+      const auto t0 = Clock::now();
+      pending.emplace_back();
+      Pending& now = pending.back();
+      StepRecord& rec = now.rec;
+      rec.step = st.step + 1, rec.tokens = st.tokens + cfg.batch_tokens;
       rec.lr = cfg.lr_at(st.step);
       optimizer.set_lr(rec.lr);
-      const bool probe_now = probe_steps.count(st.step + 1) > 0;
-      torch::Tensor loss_sum =
-          accumulate_gradients(model, prefetch, params, optimizer, cfg, accum, rd, st.cursor, rec);
+      const bool probe_now = probe_steps.count(rec.step) > 0;
+      now.loss_sum = accumulate_gradients(model, prefetch, params, optimizer, cfg, accum, rd, st.cursor, rec);
       const auto t_opt = Clock::now();
-      rec.grad_norm = optimizer.reduce_gradients(params, loss_sum);
-      rec.loss = loss_sum.item<double>() / double(accum);
-      const auto guard = DivergenceCheck::for_run(st.losses.empty() ? rec.loss : st.losses.front(),
-                                                  cfg.model.vocab_size, cfg.divergence_factor);
-      if (const std::string why = guard.check(rec.loss, rec.grad_norm); !why.empty()) throw diverged(why, st.step);
+      now.grad_norm = optimizer.reduce_gradients(params, now.loss_sum);
       if (probe_now) {
+        check_pending();  // a diverged step is not probed
         // under ZeRO no rank holds a whole gradient: the norms from every rank's slice
         const std::vector<double> squares = optimizer.sharded_gradient_squares();
         std::unordered_map<const void*, double> square_of;
@@ -409,11 +476,10 @@ int run_impl(const TrainConfig& given) {
         if (!squares.empty()) from_slices = [&](const torch::Tensor& p) { return square_of.at(p.unsafeGetTensorImpl()); };
         if (leader)
           for (auto& r : component_grad_norms(*model, from_slices))
-            metrics.grad_norm(st.step + 1, r.layer, r.component, r.norm);
+            metrics.grad_norm(rec.step, r.layer, r.component, r.norm);
       }
-      const bool clip = cfg.grad_clip > 0 && rec.grad_norm > cfg.grad_clip;
-      optimizer.step(clip ? cfg.grad_clip / (rec.grad_norm + 1e-6) : 1.0);
-      compat::cuda_synchronize(rd.device);
+      optimizer.step(clip_scale_for(now.grad_norm, cfg.grad_clip));
+      if (step_waits) compat::cuda_synchronize(rd.device);
       rec.optimizer_ms = 1000.0 * seconds_since(t_opt);
       if (!state_measured) {
         measured = measure_state(params, optimizer);
@@ -425,25 +491,19 @@ int run_impl(const TrainConfig& given) {
       measured.peak_reserved = peak_reserved_memory(rd.device);
       st.step++;
       st.tokens += cfg.batch_tokens;
-      st.losses.push_back(rec.loss);
-      const double step_s = seconds_since(t0);
-      rec.step = st.step, rec.tokens = st.tokens, rec.step_ms = 1000.0 * step_s;
-      rec.tokens_per_s = double(cfg.batch_tokens) / step_s;
-      rec.mfu = fpt * rec.tokens_per_s / (peak * dist.world);
-      metrics.train(rec);
-      if (cfg.log_every > 0 && (st.step % cfg.log_every == 0 || st.step == total_steps))
-        log("step " + std::to_string(st.step) + "/" + std::to_string(total_steps) + " loss " + fmt("%.4f", rec.loss) +
-            " lr " + fmt("%.3g", rec.lr) + " gnorm " + fmt("%.3g", rec.grad_norm) + " | " +
-            fmt("%.0f", rec.tokens_per_s) + " tok/s, MFU " + fmt("%.1f%%", 100 * rec.mfu) + ", data wait " +
-            fmt("%.2f", rec.data_wait_ms) + " ms, ETA " +
-            format_duration(seconds_since(loop_start) / double(st.step - first_step) * double(total_steps - st.step)));
-      if (cfg.val_every > 0 && st.step % cfg.val_every == 0 && st.step < total_steps) {
+      rec.step_ms = 1000.0 * seconds_since(t0);
+      const bool val_now = every(cfg.val_every) && st.step < total_steps,
+                 checkpoint_now = every(cfg.checkpoint_every) && st.step < total_steps;
+      if (int64_t(pending.size()) >= readout_every || st.step == total_steps || probe_now || val_now ||
+          checkpoint_now || every(cfg.log_every) || cfg.debug_kill_at_step == st.step)
+        read_out();
+      if (val_now) {
         double v = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
         model->train();
         metrics.val(st.step, st.tokens, v);
         log("step " + std::to_string(st.step) + " validation loss " + fmt("%.4f", v));
       }
-      if (cfg.checkpoint_every > 0 && st.step % cfg.checkpoint_every == 0 && st.step < total_steps) save_checkpoint();
+      if (checkpoint_now) save_checkpoint();
       if (int64_t(st.cursor.epoch) > epoch_seen) {
         epoch_seen = int64_t(st.cursor.epoch);
         log("note: the train split is read again from step " + std::to_string(st.step) + " on (epoch " +
@@ -451,6 +511,7 @@ int run_impl(const TrainConfig& given) {
       }
       if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "step") debug_kill("after step", st.step);
       if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "sigterm") std::raise(SIGTERM);
+      if (pending.empty()) window_start = Clock::now();  // the next window leaves validation and checkpoints out
     }
   }
 

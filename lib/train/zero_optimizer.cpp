@@ -44,7 +44,7 @@ std::vector<torch::Tensor> ShardedAdamW::gradients() const {
   return grads;
 }
 
-double ShardedAdamW::reduce_gradients() {
+torch::Tensor ShardedAdamW::reduce_gradients() {
   torch::NoGradGuard no_grad;
   torch::Tensor sum;
   if (sliced_gradients()) {
@@ -59,7 +59,7 @@ double ShardedAdamW::reduce_gradients() {
     sum = squares.empty() ? torch::zeros({}, m_.options()) : torch::stack(squares).sum();
   }
   dist_.sum_over_ranks(sum);
-  return std::sqrt(sum.item<double>());
+  return sum.to(torch::kFloat64).sqrt();
 }
 
 std::vector<double> ShardedAdamW::gradient_squares() {
@@ -89,9 +89,11 @@ std::vector<double> ShardedAdamW::gradient_squares() {
   return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel());
 }
 
-void ShardedAdamW::step(double clip_scale) {
+void ShardedAdamW::step(const torch::Tensor& clip_scale) {
   torch::NoGradGuard no_grad;
   ++steps_;
+  const bool on_cpu = clip_scale.device().is_cpu();
+  const double cpu_clip_scale = on_cpu ? clip_scale.item<double>() : 1.0;  // read: no wait on the CPU
   const bool sliced = sliced_gradients();
   const std::vector<torch::Tensor> data = detached(params_), grads = sliced ? std::vector<torch::Tensor>() : gradients();
   for_each_flat_piece(data, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t i) {
@@ -103,18 +105,13 @@ void ShardedAdamW::step(double clip_scale) {
     const ShardSettings& set = settings_[i];
     const double lr = lr_ * set.lr_mult;
     const AdamWHyper h{lr, beta1_, beta2_, set.eps, set.weight_decay};
-    if (piece.device().is_cpu() && piece.scalar_type() == torch::kFloat32 && g.is_contiguous() &&
+    if (on_cpu && piece.device().is_cpu() && piece.scalar_type() == torch::kFloat32 && g.is_contiguous() &&
         g.scalar_type() == torch::kFloat32) {
       adamw_update(piece.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), n, h,
-                   steps_, clip_scale);
+                   steps_, cpu_clip_scale);
       torch::autograd::impl::bump_version(params_[i]);
-    } else {  // e.g. CUDA: torch::optim::AdamW's operations, on the slice
-      const double c1 = 1.0 - std::pow(beta1_, double(steps_)), c2 = 1.0 - std::pow(beta2_, double(steps_));
-      torch::Tensor gs = g * clip_scale;
-      piece.mul_(1.0 - lr * set.weight_decay);
-      m.mul_(beta1_).add_(gs, 1.0 - beta1_);
-      v.mul_(beta2_).addcmul_(gs, gs, 1.0 - beta2_);
-      piece.addcdiv_(m, (v.sqrt() / std::sqrt(c2)).add_(set.eps), -lr / c1);
+    } else {  // e.g. CUDA: ATen's fused AdamW on the slice, the clip scale read on the device
+      adamw_update({piece}, {g}, {m}, {v}, h, steps_, clip_scale.to(piece.device()));
     }
   });
   dist_.all_gather_shards(params_, shard_);

@@ -39,15 +39,17 @@ class ShardedAdamW {
   void end_micro_batch();
   // This rank's slice of the gradients averaged over the ranks (stage 1: reduce-scattered
   // in place, the rest of .grad left unaveraged; stage 2: its slice, already summed during
-  // backward); returns the norm of all the averaged gradients, from every rank's slice.
-  double reduce_gradients();
+  // backward); returns the norm of all the averaged gradients, from every rank's slice, a
+  // 0-dim fp64 tensor on the device (nothing read back to the host).
+  torch::Tensor reduce_gradients();
   // After reduce_gradients, on every rank (a collective): each parameter's squared norm of
   // its averaged gradient, summed from every rank's slice. A probe step's per-layer norms
   // come from these, so it holds no more gradient bytes than any other step.
   std::vector<double> gradient_squares();
-  // One step of this rank's slice with gradients multiplied by clip_scale (gradients
-  // already averaged over the ranks), then the all-gather of the parameters.
-  void step(double clip_scale);
+  // One step of this rank's slice with gradients multiplied by clip_scale, a 0-dim tensor
+  // on the device (gradients already averaged over the ranks), then the all-gather of the
+  // parameters.
+  void step(const torch::Tensor& clip_scale);
   std::vector<torch::Tensor> gradients() const;  // every parameter's (throws if one has none)
   int64_t state_bytes() const;  // the moments this rank holds
   int64_t gradient_shard_bytes() const { return grads_ ? grads_->bytes() : 0; }

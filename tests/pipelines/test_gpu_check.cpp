@@ -39,6 +39,7 @@ TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value an
                             "PASS a resume without the optimizer state vs uninterrupted, steps 16-20",
                             "PASS ZeRO-2 resume after SIGKILL at 15 vs uninterrupted, steps 16-20",
                             "PASS a ZeRO-2 resume without its optimizer slice", "PASS gloo on one rank vs no process group",
+                            "PASS a readout every step vs the default's (every 10 steps on a GPU), steps 1-20: max |dloss| 0 within",
                             "PASS probe steps: ZeRO-2's per-layer gradient norms vs plain",
                             "PASS probe-grads measure on cpu vs cpu", "PASS train eval on cpu vs summary.json",
                             "PASS memory tiny: plan peak / measured allocated peak", "info tiny  train",

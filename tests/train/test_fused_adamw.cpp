@@ -1,10 +1,16 @@
-// The one-pass AdamW (train/fused_adamw.h) against torch::optim::AdamW: same
-// parameters, same state objects, after several steps with clipping and two groups.
+// The one-pass AdamW (train/fused_adamw.h) and the device step a GPU takes against
+// torch::optim::AdamW: same parameters, same state objects, after several steps with
+// clipping and two groups.
 #include "catch.h"
+
+#include <cmath>
+#include <cstdio>
 
 #include <torch/torch.h>
 
+#include "compat/torch_compat.h"
 #include "train/fused_adamw.h"
+#include "train/optimizer.h"
 
 using namespace shapelaw;
 
@@ -74,4 +80,50 @@ TEST_CASE("fused AdamW falls back to optimizer.step for tensors it does not fuse
   adamw_step(f, 0.5);
   r.step();
   CHECK(torch::equal(fused.decay[0], reference.decay[0]));
+}
+
+TEST_CASE("the device AdamW step takes torch::optim::AdamW's steps, with the clip scale a tensor") {
+  // what a GPU runs: ATen's fused multi-tensor kernel where this LibTorch has it for the
+  // device (2.4 and later on the CPU too), else torch's operations tensor by tensor
+  const bool fused_kernel = compat::has_fused_adamw(torch::kCPU);
+  std::printf("device AdamW step on this LibTorch (%s): %s\n", compat::torch_version().c_str(),
+              fused_kernel ? "ATen's fused kernel" : "torch's operations tensor by tensor");
+  Setup device = make_setup(), reference = make_setup();
+  for (int step = 0; step < 6; ++step) {
+    const double clip = step % 2 ? 0.3 : 1.0;
+    set_gradients(device, step);
+    set_gradients(reference, step);
+    adamw_step_on_device(*device.optimizer, torch::scalar_tensor(clip, torch::kFloat64));
+    {
+      torch::NoGradGuard no_grad;
+      for (auto* list : {&reference.decay, &reference.no_decay})
+        for (auto& p : *list) p.grad().mul_(clip);
+    }
+    reference.optimizer->step();
+  }
+  for (size_t i = 0; i < device.decay.size(); ++i)
+    CHECK(torch::allclose(device.decay[i], reference.decay[i], 1e-5, 1e-6));
+  CHECK(torch::allclose(device.no_decay[0], reference.no_decay[0], 1e-5, 1e-6));
+  REQUIRE(device.optimizer->state().size() == 3);
+  for (auto& [key, state] : device.optimizer->state())  // the kernel reads the step, the optimizer counts
+    CHECK(static_cast<torch::optim::AdamWParamState&>(*state).step() == 6);
+  // a wrong step count (bias correction of step 1 every time) would be far outside
+  Setup stale = make_setup();
+  for (int step = 0; step < 6; ++step) {
+    set_gradients(stale, step);
+    for (auto& [key, state] : stale.optimizer->state()) static_cast<torch::optim::AdamWParamState&>(*state).step(0);
+    adamw_step_on_device(*stale.optimizer, torch::scalar_tensor(step % 2 ? 0.3 : 1.0, torch::kFloat64));
+  }
+  CHECK_FALSE(torch::allclose(stale.decay[1], reference.decay[1], 1e-5, 1e-6));
+}
+
+TEST_CASE("clip_scale_for: the host's clipping factor computed on the device, bit for bit") {
+  auto scale = [](double norm, double max_norm) {
+    return clip_scale_for(torch::scalar_tensor(norm, torch::kFloat64), max_norm).item<double>();
+  };
+  CHECK(scale(2.5, 1.0) == 1.0 / (2.5 + 1e-6));  // the expression the trainer used on the host
+  CHECK(scale(0.7, 1.0) == 1.0);                  // below the limit: exactly 1, no rounding
+  CHECK(scale(1.0, 1.0) == 1.0);                  // at the limit: not clipped (norm > max only)
+  CHECK(scale(50.0, 0.0) == 1.0);                 // --grad-clip 0: never
+  CHECK(scale(std::nan(""), 1.0) == 1.0);         // a NaN norm: the divergence check stops the run
 }
