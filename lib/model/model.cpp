@@ -24,14 +24,18 @@ std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t seq, int64_t d, doub
   return {angles.cos().to(torch::kFloat32), angles.sin().to(torch::kFloat32)};
 }
 
-// Rotates pairs (x_i, x_{i+d/2}) by angle(t, i): x [B, H, T, d], in the rotate-half form
-//   x * [cos, cos] + [x_{d/2..}, x_{..d/2}] * [-sin, sin]
-// with the full-width tables of rope_full_tables (four tensor ops instead of seven).
+}  // namespace
+
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos_full, const torch::Tensor& sin_full) {
   const int64_t half = x.size(-1) / 2;
   auto rotated = torch::cat({x.slice(-1, half), x.slice(-1, 0, half)}, -1);
-  return (x * cos_full + rotated * sin_full).to(x.scalar_type());
+  // the tables in x's dtype: fp32 tables would promote a bf16 product to fp32, twice the
+  // bytes of q and k in each of the four passes (fp32 x: the same tensors, no copy)
+  const torch::Tensor c = cos_full.to(x.scalar_type()), s = sin_full.to(x.scalar_type());
+  return x * c + rotated * s;
 }
+
+namespace {
 
 // [T, d] tables for apply_rope from the [seq_len, d/2] buffers.
 std::pair<torch::Tensor, torch::Tensor> rope_full_tables(const torch::Tensor& cos, const torch::Tensor& sin,

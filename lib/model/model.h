@@ -38,6 +38,14 @@
 
 namespace shapelaw {
 
+// RoPE (Su et al.) on x [B, H, T, d]: pairs (x_i, x_{i+d/2}) rotated by angle(t, i) =
+// t * theta^(-2i/d), in the rotate-half form
+//   x * [cos, cos] + [x_{d/2..}, x_{..d/2}] * [-sin, sin]
+// with the full-width [T, d] tables built from the model's buffers (four tensor ops
+// instead of seven). Computed in x's dtype: under bf16 autocast the tables are rounded
+// to bf16, as the product is.
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos_full, const torch::Tensor& sin_full);
+
 struct NormImpl : torch::nn::Module {
   NormImpl(int64_t width, bool rms, double eps);
   torch::Tensor forward(const torch::Tensor& x);

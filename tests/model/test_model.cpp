@@ -244,3 +244,37 @@ TEST_CASE("a train checkpoint loads back into the model it was saved from") {
   CHECK(loss == Approx(summary["final_val_loss"].get<double>()).epsilon(1e-5));
   CHECK_THROWS_WITH(load_checkpoint_model(tmp.path(), torch::kCPU), Catch::Contains("not a complete checkpoint"));
 }
+
+TEST_CASE("RoPE rotates each pair (x_i, x_{i+d/2}) and runs in its input's dtype") {
+  const int64_t T = 64, d = 16, half = d / 2;
+  auto inv_freq = torch::pow(10000.0, -2.0 * torch::arange(0, half, torch::kFloat64) / double(d));
+  auto angles = torch::outer(torch::arange(0, T, torch::kFloat64), inv_freq);
+  auto c = angles.cos().to(torch::kFloat32), s = angles.sin().to(torch::kFloat32);
+  const torch::Tensor cos_full = torch::cat({c, c}, -1), sin_full = torch::cat({-s, s}, -1);
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({2, 3, T, d});
+  const torch::Tensor y = apply_rope(x, cos_full, sin_full);
+  REQUIRE(y.scalar_type() == torch::kFloat32);
+  // a rotation: each pair keeps its length; position 0 is the identity
+  auto pair_norms = [&](const torch::Tensor& t) {
+    return t.slice(-1, 0, half).square() + t.slice(-1, half).square();
+  };
+  CHECK(torch::allclose(pair_norms(y), pair_norms(x), 1e-5, 1e-5));
+  CHECK(torch::equal(y.select(2, 0), x.select(2, 0)));
+  // y_i = x_i cos - x_{i+d/2} sin at position 5, pair 1
+  const double a = angles[5][1].item<double>();
+  const double x1 = x[0][0][5][1].item<double>(), x9 = x[0][0][5][1 + half].item<double>();
+  CHECK(y[0][0][5][1].item<double>() == Approx(x1 * std::cos(a) - x9 * std::sin(a)).margin(1e-6));
+  CHECK(y[0][0][5][1 + half].item<double>() == Approx(x9 * std::cos(a) + x1 * std::sin(a)).margin(1e-6));
+  // bf16 q and k (autocast on a GPU): the tables go to bf16, the product stays bf16 (before,
+  // the fp32 tables promoted it to fp32), within bf16 rounding of the fp32 rotation
+  const torch::Tensor xb = x.to(torch::kBFloat16);
+  const torch::Tensor yb = apply_rope(xb, cos_full, sin_full);
+  CHECK(yb.scalar_type() == torch::kBFloat16);
+  const torch::Tensor reference = apply_rope(xb.to(torch::kFloat32), cos_full, sin_full);
+  const double error = (yb.to(torch::kFloat32) - reference).abs().max().item<double>();
+  const double scale = reference.abs().max().item<double>();
+  INFO("max |bf16 - fp32| " << error << " of max |y| " << scale);
+  CHECK(error <= 1.5e-2 * scale);  // three bf16 roundings of 2^-9 each, with margin
+  CHECK(error > 0);                // it did run in bf16
+}
