@@ -44,27 +44,41 @@ torch::optim::AdamWParamState& state_of(torch::optim::AdamW& optimizer, const to
   return static_cast<torch::optim::AdamWParamState&>(*slot);
 }
 
+bool any_amsgrad(torch::optim::AdamW& optimizer) {
+  for (auto& group : optimizer.param_groups())
+    if (static_cast<torch::optim::AdamWOptions&>(group.options()).amsgrad()) return true;
+  return false;
+}
+
+AdamWHyper hyper_of(torch::optim::OptimizerParamGroup& group) {
+  const auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+  return {o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay()};
+}
+
+// What nothing here fuses: the gradients scaled (a double or a device tensor), torch's step.
+template <class Scale>
+void scaled_torch_step(torch::optim::AdamW& optimizer, const Scale& clip_scale) {
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params())
+      if (p.grad().defined()) p.grad().mul_(clip_scale);
+  optimizer.step();
+}
+
 }  // namespace
 
 void adamw_step(torch::optim::AdamW& optimizer, double clip_scale) {
-  bool fused = true;
-  for (auto& group : optimizer.param_groups()) {
-    if (static_cast<torch::optim::AdamWOptions&>(group.options()).amsgrad()) fused = false;
+  bool fused = !any_amsgrad(optimizer);
+  for (auto& group : optimizer.param_groups())
     for (auto& p : group.params())
       if (p.grad().defined() && !fusable(optimizer, p)) fused = false;
-  }
   torch::NoGradGuard no_grad;
   if (!fused) {
-    if (clip_scale != 1.0)
-      for (auto& group : optimizer.param_groups())
-        for (auto& p : group.params())
-          if (p.grad().defined()) p.grad().mul_(clip_scale);
+    if (clip_scale != 1.0) return scaled_torch_step(optimizer, clip_scale);
     optimizer.step();
     return;
   }
   for (auto& group : optimizer.param_groups()) {
-    const auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
-    const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay()};
+    const AdamWHyper h = hyper_of(group);
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& state = state_of(optimizer, p);
@@ -86,17 +100,9 @@ void adamw_step(torch::optim::AdamW& optimizer, const torch::Tensor& clip_scale)
 
 void adamw_step_on_device(torch::optim::AdamW& optimizer, const torch::Tensor& clip_scale) {
   torch::NoGradGuard no_grad;
-  for (auto& group : optimizer.param_groups())
-    if (static_cast<torch::optim::AdamWOptions&>(group.options()).amsgrad()) {  // not ours: torch's own step
-      for (auto& g : optimizer.param_groups())
-        for (auto& p : g.params())
-          if (p.grad().defined()) p.grad().mul_(clip_scale);
-      optimizer.step();
-      return;
-    }
+  if (any_amsgrad(optimizer)) return scaled_torch_step(optimizer, clip_scale);
   for (auto& group : optimizer.param_groups()) {
-    const auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
-    const AdamWHyper h{o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay()};
+    const AdamWHyper h = hyper_of(group);
     // tensors at the same step go in one call (every tensor steps together in a run; a
     // loaded optimizer.pt could in principle differ)
     std::map<int64_t, std::array<std::vector<torch::Tensor>, 4>> by_step;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include <torch/torch.h>
 
@@ -43,15 +44,16 @@ void set_gradients(Setup& s, int step) {
     for (auto& p : *list) p.mutable_grad() = torch::randn_like(p) * (step + 1);
 }
 
-}  // namespace
-
-TEST_CASE("fused AdamW takes the same steps as torch::optim::AdamW") {
-  Setup fused = make_setup(), reference = make_setup();
-  for (int step = 0; step < 6; ++step) {
-    const double clip = step % 2 ? 0.3 : 1.0;
-    set_gradients(fused, step);
-    set_gradients(reference, step);
-    adamw_step(*fused.optimizer, clip);
+// Six steps with clipping (0.3 every other step) taken by `step` on one setup, and by
+// torch's own AdamW, the gradients scaled by hand, on another; returns the reference.
+// The two must agree, and the optimizer's state count its six steps.
+Setup check_six_steps_against_torch(const std::function<void(torch::optim::AdamW&, double)>& step, Setup& s) {
+  Setup reference = make_setup();
+  for (int i = 0; i < 6; ++i) {
+    const double clip = i % 2 ? 0.3 : 1.0;
+    set_gradients(s, i);
+    set_gradients(reference, i);
+    step(*s.optimizer, clip);
     {
       torch::NoGradGuard no_grad;
       for (auto* list : {&reference.decay, &reference.no_decay})
@@ -59,13 +61,20 @@ TEST_CASE("fused AdamW takes the same steps as torch::optim::AdamW") {
     }
     reference.optimizer->step();
   }
-  for (size_t i = 0; i < fused.decay.size(); ++i)
-    CHECK(torch::allclose(fused.decay[i], reference.decay[i], 1e-5, 1e-6));
-  CHECK(torch::allclose(fused.no_decay[0], reference.no_decay[0], 1e-5, 1e-6));
+  for (size_t i = 0; i < s.decay.size(); ++i) CHECK(torch::allclose(s.decay[i], reference.decay[i], 1e-5, 1e-6));
+  CHECK(torch::allclose(s.no_decay[0], reference.no_decay[0], 1e-5, 1e-6));
   // the state lives in the optimizer, where checkpoints save it from
-  REQUIRE(fused.optimizer->state().size() == 3);
-  for (auto& [key, state] : fused.optimizer->state())
+  REQUIRE(s.optimizer->state().size() == 3);
+  for (auto& [key, state] : s.optimizer->state())
     CHECK(static_cast<torch::optim::AdamWParamState&>(*state).step() == 6);
+  return reference;
+}
+
+}  // namespace
+
+TEST_CASE("fused AdamW takes the same steps as torch::optim::AdamW") {
+  Setup fused = make_setup();
+  check_six_steps_against_torch([](torch::optim::AdamW& o, double clip) { adamw_step(o, clip); }, fused);
 }
 
 TEST_CASE("fused AdamW falls back to optimizer.step for tensors it does not fuse") {
@@ -88,25 +97,12 @@ TEST_CASE("the device AdamW step takes torch::optim::AdamW's steps, with the cli
   const bool fused_kernel = compat::has_fused_adamw(torch::kCPU);
   std::printf("device AdamW step on this LibTorch (%s): %s\n", compat::torch_version().c_str(),
               fused_kernel ? "ATen's fused kernel" : "torch's operations tensor by tensor");
-  Setup device = make_setup(), reference = make_setup();
-  for (int step = 0; step < 6; ++step) {
-    const double clip = step % 2 ? 0.3 : 1.0;
-    set_gradients(device, step);
-    set_gradients(reference, step);
-    adamw_step_on_device(*device.optimizer, torch::scalar_tensor(clip, torch::kFloat64));
-    {
-      torch::NoGradGuard no_grad;
-      for (auto* list : {&reference.decay, &reference.no_decay})
-        for (auto& p : *list) p.grad().mul_(clip);
-    }
-    reference.optimizer->step();
-  }
-  for (size_t i = 0; i < device.decay.size(); ++i)
-    CHECK(torch::allclose(device.decay[i], reference.decay[i], 1e-5, 1e-6));
-  CHECK(torch::allclose(device.no_decay[0], reference.no_decay[0], 1e-5, 1e-6));
-  REQUIRE(device.optimizer->state().size() == 3);
-  for (auto& [key, state] : device.optimizer->state())  // the kernel reads the step, the optimizer counts
-    CHECK(static_cast<torch::optim::AdamWParamState&>(*state).step() == 6);
+  Setup device = make_setup();
+  const Setup reference = check_six_steps_against_torch(
+      [](torch::optim::AdamW& o, double clip) {
+        adamw_step_on_device(o, torch::scalar_tensor(clip, torch::kFloat64));  // the kernel reads the step
+      },
+      device);
   // a wrong step count (bias correction of step 1 every time) would be far outside
   Setup stale = make_setup();
   for (int step = 0; step < 6; ++step) {
