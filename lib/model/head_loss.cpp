@@ -135,11 +135,10 @@ torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& we
                                  bool small_width, int64_t vocab) {
   if (vocab > 0 && vocab < weight.size(0) && h.device().is_cpu())
     return head_cross_entropy(h, weight.narrow(0, 0, vocab), targets, small_width);
-  const bool fusable = h.device().is_cpu() && h.scalar_type() == torch::kFloat32 &&
-                       weight.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled() &&
-                       torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
   const bool wants_grad = torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
   if (!h.device().is_cpu() && wants_grad) return head_cross_entropy_chunked(h, weight, targets, vocab);
+  const bool fusable = wants_grad && h.device().is_cpu() && h.scalar_type() == torch::kFloat32 &&
+                       weight.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled();
   if (!fusable) return head_cross_entropy_unfused(h, weight, targets, vocab);
   if (small_width && head_rows_supported(h.size(1)))
     return SmallWidthHead::apply(h.contiguous(), weight.contiguous(), targets.contiguous());

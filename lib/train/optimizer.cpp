@@ -10,17 +10,19 @@
 
 namespace shapelaw {
 
-namespace {
-
-torch::Tensor global_grad_norm(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> sq;
+torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params, bool foreach) {
+  std::vector<torch::Tensor> grads;
   for (auto& p : params)
-    if (p.grad().defined()) sq.push_back(p.grad().to(torch::kFloat32).norm().square());
-  if (sq.empty()) return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(params.empty() ? torch::kCPU : params.front().device()));
-  return torch::stack(sq).sum().to(torch::kFloat64).sqrt();
+    if (p.grad().defined()) grads.push_back(p.grad().to(torch::kFloat32));
+  if (grads.empty())
+    return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(params.empty() ? torch::kCPU : params.front().device()));
+  std::vector<torch::Tensor> squares;
+  if (foreach)
+    squares = {torch::stack(at::_foreach_norm(grads, 2)).square()};
+  else
+    for (auto& g : grads) squares.push_back(g.norm().square());
+  return (foreach ? squares.front() : torch::stack(squares)).sum().to(torch::kFloat64).sqrt();
 }
-
-}  // namespace
 
 torch::Tensor clip_scale_for(const torch::Tensor& norm, double max_norm) {
   torch::NoGradGuard no_grad;
@@ -97,7 +99,7 @@ std::vector<double> Optimizer::sharded_gradient_squares() {
 torch::Tensor Optimizer::reduce_gradients(const std::vector<torch::Tensor>& params, torch::Tensor& loss_sum) {
   if (!sharded_) {
     dist_->average_gradients(params, loss_sum);
-    return global_grad_norm(params);
+    return gradient_norm(params, /*foreach=*/!params.empty() && !params.front().device().is_cpu());
   }
   dist_->sum_over_ranks(loss_sum);
   loss_sum.div_(double(dist_->world));

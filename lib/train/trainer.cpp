@@ -31,6 +31,7 @@
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/prefetch.h"
+#include "train/readouts.h"
 #include "train/run_directory.h"
 #include "train/run_plan.h"
 #include "train/stop_signals.h"
@@ -371,78 +372,23 @@ int run_impl(const TrainConfig& given) {
   {
     Prefetcher prefetch(sampler, st.cursor, cfg.micro_batch, size_t(std::max(cfg.prefetch, 1)));
     model->train();
-    const auto loop_start = Clock::now();
-    const int64_t first_step = st.step;  // ETA from this session's pace (resume included)
-    int64_t epoch_seen = int64_t(st.cursor.epoch);
-    // Readouts. A step's loss and gradient norm stay on the device (the clip scale is
-    // computed there too) until a readout reads those of every step since the last one at
-    // once, checks them for divergence and writes them out in step order. On the CPU every
-    // step is one; on a GPU the host queues the next steps meanwhile. Probe, validation,
-    // checkpoint, progress and signal handling all happen at readouts, so a divergence
-    // found a few steps late has saved nothing from them. Timing: where every step waits
-    // for the device (the CPU, or a readout each step) each step's own; otherwise the
-    // window's time shared equally by its steps, with the optimizer's time not measured.
+    // Readouts (train/readouts.h): a step's loss and gradient norm stay on the device until
+    // the host reads every pending step's at once; on the CPU every step is one.
     const int64_t readout_every = cfg.readout_interval(rd.device.is_cpu());
-    const bool step_waits = rd.device.is_cpu() || readout_every == 1;
-    struct Pending {
-      StepRecord rec;
-      torch::Tensor loss_sum, grad_norm;  // on the device
-      bool read = false;
-    };
-    std::vector<Pending> pending;
-    auto window_start = Clock::now();
-    // the rows of the steps read so far go out, and leave `pending`
-    auto write_read = [&] {
-      const double window_s = seconds_since(window_start);
-      size_t written = 0;
-      for (auto& p : pending) {
-        if (!p.read) break;
-        StepRecord& rec = p.rec;
-        if (!step_waits) rec.step_ms = 1000.0 * window_s / double(pending.size()), rec.optimizer_ms = -1;
-        rec.tokens_per_s = double(cfg.batch_tokens) / (rec.step_ms / 1000.0);
-        rec.mfu = fpt * rec.tokens_per_s / (peak * dist.world);
-        metrics.train(rec);
-        if (cfg.log_every > 0 && (rec.step % cfg.log_every == 0 || rec.step == total_steps))
-          log("step " + std::to_string(rec.step) + "/" + std::to_string(total_steps) + " loss " +
-              fmt("%.4f", rec.loss) + " lr " + fmt("%.3g", rec.lr) + " gnorm " + fmt("%.3g", rec.grad_norm) + " | " +
-              fmt("%.0f", rec.tokens_per_s) + " tok/s, MFU " + fmt("%.1f%%", 100 * rec.mfu) + ", data wait " +
-              fmt("%.2f", rec.data_wait_ms) + " ms, ETA " +
-              format_duration(seconds_since(loop_start) / double(rec.step - first_step) *
-                              double(total_steps - rec.step)));
-        ++written;
-      }
-      pending.erase(pending.begin(), pending.begin() + long(written));
-    };
-    // the values of the steps not read yet, in one wait for the device; on divergence the
-    // steps before it are written out, as a readout every step would have
-    auto check_pending = [&] {
-      std::vector<torch::Tensor> values;
-      for (auto& p : pending)
-        if (!p.read) values.insert(values.end(), {p.loss_sum.to(torch::kFloat64), p.grad_norm});
-      if (values.empty()) return;
-      const torch::Tensor host = torch::stack(values).cpu();
-      const double* v = host.data_ptr<double>();
-      for (auto& p : pending) {
-        if (p.read) continue;
-        p.rec.loss = v[0] / double(accum), p.rec.grad_norm = v[1], v += 2;
-        const auto guard = DivergenceCheck::for_run(st.losses.empty() ? p.rec.loss : st.losses.front(),
-                                                    cfg.model.vocab_size, cfg.divergence_factor);
-        if (const std::string why = guard.check(p.rec.loss, p.rec.grad_norm); !why.empty()) {
-          const int64_t step_before = p.rec.step - 1;
-          write_read();
-          throw diverged(why, step_before);
-        }
-        p.read = true;
-        st.losses.push_back(p.rec.loss);
-      }
-    };
-    auto read_out = [&] {
-      check_pending();
-      write_read();
+    Readouts::Settings rs;
+    rs.total_steps = total_steps, rs.batch_tokens = cfg.batch_tokens, rs.accum = accum, rs.log_every = cfg.log_every;
+    rs.vocab_size = cfg.model.vocab_size, rs.first_step = st.step, rs.divergence_factor = cfg.divergence_factor;
+    rs.flops_per_token = fpt, rs.peak_flops = peak, rs.world = dist.world;
+    const bool step_waits = rd.device.is_cpu() || readout_every == 1;  // else steps share a window's time
+    rs.step_waits = step_waits;
+    Readouts readouts(rs, metrics, st.losses, log);
+    int64_t epoch_seen = int64_t(st.cursor.epoch);
+    auto stop_if_diverged = [&](const std::optional<Readouts::Divergence>& d) {
+      if (d) throw diverged(d->why, d->step_before);
     };
     auto every = [&](int64_t n) { return n > 0 && st.step % n == 0; };
     while (st.step < total_steps) {
-      if (pending.empty())
+      if (readouts.queued() == 0)
         if (const int signal = stop_requested()) {
           // the signal arrived during the last step (or before the first): a checkpoint of
           // where the run is, then out; the rerun resumes bit-identically
@@ -456,18 +402,17 @@ int run_impl(const TrainConfig& given) {
           return 128 + signal;
         }
       const auto t0 = Clock::now();
-      pending.emplace_back();
-      Pending& now = pending.back();
-      StepRecord& rec = now.rec;
-      rec.step = st.step + 1, rec.tokens = st.tokens + cfg.batch_tokens;
-      rec.lr = cfg.lr_at(st.step);
-      optimizer.set_lr(rec.lr);
-      const bool probe_now = probe_steps.count(rec.step) > 0;
-      now.loss_sum = accumulate_gradients(model, prefetch, params, optimizer, cfg, accum, rd, st.cursor, rec);
+      StepRecord next;
+      next.step = st.step + 1, next.tokens = st.tokens + cfg.batch_tokens;
+      next.lr = cfg.lr_at(st.step);
+      optimizer.set_lr(next.lr);
+      const bool probe_now = probe_steps.count(next.step) > 0;
+      torch::Tensor loss_sum = accumulate_gradients(model, prefetch, params, optimizer, cfg, accum, rd, st.cursor, next);
       const auto t_opt = Clock::now();
-      now.grad_norm = optimizer.reduce_gradients(params, now.loss_sum);
+      torch::Tensor grad_norm = optimizer.reduce_gradients(params, loss_sum);
+      StepRecord& rec = readouts.add(next, loss_sum, grad_norm);
       if (probe_now) {
-        check_pending();  // a diverged step is not probed
+        stop_if_diverged(readouts.check());  // a diverged step is not probed
         // under ZeRO no rank holds a whole gradient: the norms from every rank's slice
         const std::vector<double> squares = optimizer.sharded_gradient_squares();
         std::unordered_map<const void*, double> square_of;
@@ -478,7 +423,7 @@ int run_impl(const TrainConfig& given) {
           for (auto& r : component_grad_norms(*model, from_slices))
             metrics.grad_norm(rec.step, r.layer, r.component, r.norm);
       }
-      optimizer.step(clip_scale_for(now.grad_norm, cfg.grad_clip));
+      optimizer.step(clip_scale_for(grad_norm, cfg.grad_clip));
       if (step_waits) compat::cuda_synchronize(rd.device);
       rec.optimizer_ms = 1000.0 * seconds_since(t_opt);
       if (!state_measured) {
@@ -494,9 +439,9 @@ int run_impl(const TrainConfig& given) {
       rec.step_ms = 1000.0 * seconds_since(t0);
       const bool val_now = every(cfg.val_every) && st.step < total_steps,
                  checkpoint_now = every(cfg.checkpoint_every) && st.step < total_steps;
-      if (int64_t(pending.size()) >= readout_every || st.step == total_steps || probe_now || val_now ||
+      if (int64_t(readouts.queued()) >= readout_every || st.step == total_steps || probe_now || val_now ||
           checkpoint_now || every(cfg.log_every) || cfg.debug_kill_at_step == st.step)
-        read_out();
+        stop_if_diverged(readouts.read_out());
       if (val_now) {
         double v = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
         model->train();
@@ -511,7 +456,7 @@ int run_impl(const TrainConfig& given) {
       }
       if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "step") debug_kill("after step", st.step);
       if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "sigterm") std::raise(SIGTERM);
-      if (pending.empty()) window_start = Clock::now();  // the next window leaves validation and checkpoints out
+      if (readouts.queued() == 0) readouts.restart_window();  // validation and checkpoints left out
     }
   }
 

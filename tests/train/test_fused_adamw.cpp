@@ -123,3 +123,22 @@ TEST_CASE("clip_scale_for: the host's clipping factor computed on the device, bi
   CHECK(scale(50.0, 0.0) == 1.0);                 // --grad-clip 0: never
   CHECK(scale(std::nan(""), 1.0) == 1.0);         // a NaN norm: the divergence check stops the run
 }
+
+TEST_CASE("gradient_norm: one multi-tensor kernel (a GPU's) gives the per-tensor norm; absent gradients skipped") {
+  torch::manual_seed(11);
+  std::vector<torch::Tensor> params;
+  for (int64_t n : {7, 1000, 33 * 65, 1, 100000}) {
+    params.push_back(torch::randn({n}).requires_grad_(true));
+    params.back().mutable_grad() = torch::randn({n}) * double(n % 7 + 1);
+  }
+  params.push_back(torch::randn({5}).requires_grad_(true));  // no gradient: not counted
+  double squares = 0;
+  for (size_t i = 0; i + 1 < params.size(); ++i) squares += params[i].grad().to(torch::kFloat64).square().sum().item<double>();
+  const torch::Tensor each = gradient_norm(params, /*foreach=*/false), fused = gradient_norm(params, /*foreach=*/true);
+  CHECK(each.scalar_type() == torch::kFloat64);
+  CHECK(fused.scalar_type() == torch::kFloat64);
+  CHECK(each.dim() == 0);
+  CHECK(each.item<double>() == Approx(std::sqrt(squares)).epsilon(1e-6));
+  CHECK(fused.item<double>() == Approx(each.item<double>()).epsilon(1e-6));
+  CHECK(gradient_norm({params.back()}, true).item<double>() == 0.0);
+}
