@@ -33,7 +33,12 @@
 # tolerances where they apply; the bf16 check and the reference are skipped, said so), so
 # that the script itself is tested before a GPU exists (tests/pipelines/test_gpu_check.cpp).
 #
-# Usage: scripts/gpu-check.sh [--rehearse] [--no-tests]
+# --only LIST: the named sections only (comma-separated; the main run that several compare
+# against is always made): fp32 (2), bf16 (3), resume (4, plain and ZeRO-2), parallel (5),
+# probe (6), memory (7), throughput (8), tests (9). On a GPU, a second call can rerun what
+# failed without the rest; the planted-fault test rehearses `--only resume`.
+#
+# Usage: scripts/gpu-check.sh [--rehearse] [--no-tests] [--only SECTION,...]
 #   env: PYTHON (python3), GPU_BUILD (build-gpu), GPU_DEPS (.gpu-deps),
 #        DEADLINE_S (540; rehearsing 170), GPU_CHECK_DATA (a shard set; default
 #        $GPU_DEPS/shards), GPU_CHECK_BIN (rehearsing: the tools already built there, no
@@ -48,15 +53,25 @@ PYTHON=${PYTHON:-python3}
 BUILD=${GPU_BUILD:-build-gpu}
 DEPS=${GPU_DEPS:-.gpu-deps}
 DEVICE=${GPU_CHECK_DEVICE:-cuda}
-TESTS=1
-for arg in "$@"; do
-  case "$arg" in
+TESTS=1 ONLY=
+SECTIONS=fp32,bf16,resume,parallel,probe,memory,throughput,tests
+while [ $# -gt 0 ]; do
+  case "$1" in
     --rehearse) DEVICE=cpu ;;
     --no-tests) TESTS=0 ;;
-    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
-    *) echo "gpu-check: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+    --only)
+      [ $# -ge 2 ] || { echo "gpu-check: --only needs a list of sections ($SECTIONS)" >&2; exit 2; }
+      ONLY=$2; shift
+      for section in ${ONLY//,/ }; do
+        [[ ",$SECTIONS," == *",$section,"* ]] ||
+          { echo "gpu-check: --only: no section '$section' (sections: $SECTIONS)" >&2; exit 2; }
+      done ;;
+    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
+    *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
+  shift
 done
+want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 if [ "$DEVICE" = cpu ]; then DEADLINE_S=${DEADLINE_S:-170}; else DEADLINE_S=${DEADLINE_S:-540}; fi
 DATA=${GPU_CHECK_DATA:-$DEPS/shards}
 # a peer that never comes must not eat the call: collectives give up after a minute
@@ -71,6 +86,7 @@ t0=$(date +%s)
 say() { echo "gpu-check [$(( $(date +%s) - t0 ))s]: $*"; }
 die() { say "FAILED: $*"; exit 1; }
 failures=0 checks=0
+[ -z "$ONLY" ] || say "--only $ONLY: the other sections are skipped"
 [ -z "${SHAPELAW_DEBUG_FAULT:-}" ] || say "testing: GPU_CHECK_PLANT=$SHAPELAW_DEBUG_FAULT: every resume below drops the optimizer state (train says \"the optimizer state is NOT loaded\")"
 left() { echo $(( DEADLINE_S - ($(date +%s) - t0) )); }
 # a command's timeout: at most $1 s and what the deadline leaves (a check that cannot
@@ -232,7 +248,7 @@ main=(--head-dim "$head_dim" --steps 20 --checkpoint-every 10)
 
 # --- 2. fp32 on the device against the CPU, at the paper's head dims ----------------------
 # (rehearsal: 1 thread against 2, a check of the CPU's own reduction orders)
-for hw in "${head_widths[@]}"; do
+want fp32 && for hw in "${head_widths[@]}"; do
   set -- $hw
   args=(--depth 2 --width "$2" --head-dim "$1" --seq-len "${shape[5]}" --micro-batch "${shape[7]}" --batch-tokens "${shape[9]}" --steps 10 --checkpoint-every 0)
   label="fp32 $DEVICE vs cpu, head dim $1"
@@ -249,7 +265,9 @@ train_run "$work/straight" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --p
   && ran "run ($precision on $DEVICE)" "$work/straight" \
   && check summary "run ($precision on $DEVICE)" "$work/straight" "$precision" "$DEVICE" \
   || fail "the main run ($precision on $DEVICE)" "it failed ($(grep -v '^==' "$log" | tail -1))"
-if [ "$DEVICE" = cuda ]; then
+if ! want bf16; then
+  :
+elif [ "$DEVICE" = cuda ]; then
   train_run "$work/straight-fp32" 150 "${shape[@]}" "${main[@]}" --device cuda --precision fp32 --checkpoint-every 0 \
     && check losses "bf16 vs fp32 on cuda" "$work/straight-fp32" "$work/straight" 1 "$TOL_BF16" \
     || fail "bf16 vs fp32 on cuda" "a run failed"
@@ -270,14 +288,27 @@ kill_and_resume() {  # out, label, extra args...
   SHAPELAW_DEBUG_FAULT=resume-without-optimizer train_run "$out-broken" 150 "$@" --resume || true
   ran "$label without the optimizer state" "$out-broken"
 }
+backend=gloo
+grep -q "nccl" "$work/version.txt" && [ "$DEVICE" = cuda ] && backend=nccl
+zero2_run=(--zero 2 --bucket-mb 1)
+if want resume; then
 if kill_and_resume "$work/resumed" "resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision"; then
   check losses "resume after SIGKILL at 15 vs uninterrupted" "$work/straight" "$work/resumed" 16 "$TOL_SAME"
   check sensitivity "a resume without the optimizer state vs uninterrupted" "$work/straight" "$work/resumed-broken" 16 "$TOL_SAME" "$BROKEN_RATIO"
 fi
+# ZeRO-2's sliced optimizer state through a kill and resume
+if one_rank train_run "$work/zero2-straight" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
+  if one_rank kill_and_resume "$work/zero2-resumed" "ZeRO-2 resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
+    check losses "ZeRO-2 resume after SIGKILL at 15 vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed" 16 "$TOL_SAME"
+    check sensitivity "a ZeRO-2 resume without its optimizer slice vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed-broken" 16 "$TOL_SAME" "$BROKEN_RATIO"
+  fi
+else
+  fail "ZeRO-2 resume" "the uninterrupted run failed ($(grep -v '^==' "$log" | tail -1))"
+fi
+fi
 
 # --- 5. the backend on one rank, ZeRO, recomputation, the fused fallback ------------------
-backend=gloo
-grep -q "nccl" "$work/version.txt" && [ "$DEVICE" = cuda ] && backend=nccl
+if want parallel; then
 same_as_plain() {  # label, out, extra args...
   local label=$1 out=$2; shift 2
   one_rank train_run "$out" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 "$@" \
@@ -312,18 +343,10 @@ if train_run "$work/fused" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --p
 else
   fail "--block-impl fused on $DEVICE" "the run failed"
 fi
-# ZeRO-2's sliced optimizer state through a kill and resume
-zero2_run=(--zero 2 --bucket-mb 1)
-if one_rank train_run "$work/zero2-straight" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
-  if one_rank kill_and_resume "$work/zero2-resumed" "ZeRO-2 resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
-    check losses "ZeRO-2 resume after SIGKILL at 15 vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed" 16 "$TOL_SAME"
-    check sensitivity "a ZeRO-2 resume without its optimizer slice vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed-broken" 16 "$TOL_SAME" "$BROKEN_RATIO"
-  fi
-else
-  fail "ZeRO-2 resume" "the uninterrupted run failed ($(grep -v '^==' "$log" | tail -1))"
 fi
 
 # --- 6. probe steps, probe-grads and train eval on the device -----------------------------
+if want probe; then
 probe=(--probe-steps 3,7 --steps 8 --checkpoint-every 4)
 run_dev "$work/probe-plain" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" \
   && one_rank run_dev "$work/probe-zero2" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" "${zero2_run[@]}" \
@@ -340,11 +363,12 @@ if [ -f "$work/straight/summary.json" ]; then
     && check evaluation "train eval on $DEVICE vs summary.json" "$work/eval.json" "$work/straight/summary.json" "$TOL_EVAL" \
     || fail "train eval on $DEVICE" "it failed ($(tail -1 "$log"))"
 fi
+fi
 
 # --- 7. the memory plan beside the measured peaks ----------------------------------------
 set -- ${shapes[0]}
 plan_shape=(--depth "$2" --width "$3" --head-dim 64 --seq-len "$4" --micro-batch "$5" --batch-tokens $(( $5 * $4 * 2 )))
-for recompute in "" --activation-checkpointing; do
+want memory && for recompute in "" --activation-checkpointing; do
   label="memory ${1}${recompute:+ recomputed}"
   args=("${plan_shape[@]}" --steps 3 --checkpoint-every 0 $recompute)
   if run_dev "$work/plan-$1$recompute" 150 "${args[@]}" \
@@ -356,7 +380,7 @@ for recompute in "" --activation-checkpointing; do
 done
 
 # --- 8. throughput beside the PyTorch reference ------------------------------------------
-for s in "${shapes[@]}"; do
+want throughput && for s in "${shapes[@]}"; do
   set -- $s
   name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * 2 ))
   # GPT-2's vocabulary padded to 50304 as paper.mk trains it; the reference is given the
@@ -377,11 +401,11 @@ for s in "${shapes[@]}"; do
   fi
   "$PYTHON" scripts/gpu_check.py throughput "$name" "$work/$name" "$gpu" $ref
 done
-[ "$DEVICE" = cuda ] || info "the PyTorch reference: not rehearsed (it needs python3's torch; bench/train.sh runs it on the CPU)"
+[ "$DEVICE" = cuda ] || ! want throughput || info "the PyTorch reference: not rehearsed (it needs python3's torch; bench/train.sh runs it on the CPU)"
 
 # --- 9. the test suite against this LibTorch ----------------------------------------------
 rest=$(left)
-if [ "$TESTS" = 1 ] && [ "$DEVICE" = cuda ] && [ "$rest" -gt 150 ]; then
+if [ "$TESTS" = 1 ] && want tests && [ "$DEVICE" = cuda ] && [ "$rest" -gt 150 ]; then
   say "building the tests ($rest s of the deadline left)"
   if timeout $(( rest - 60 )) cmake --build "$BUILD" -j "$(nproc)" >"$BUILD.build-all.log" 2>&1; then
     rest=$(left)
@@ -395,6 +419,7 @@ if [ "$TESTS" = 1 ] && [ "$DEVICE" = cuda ] && [ "$rest" -gt 150 ]; then
 else
   why="${rest} s of the ${DEADLINE_S} s deadline left"
   [ "$TESTS" = 1 ] || why="--no-tests"
+  want tests || why="--only $ONLY"
   [ "$DEVICE" = cuda ] || why="the rehearsal never builds them"
   say "tests skipped ($why)"
 fi

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "util/cpu_runtime.h"
+
 namespace shapelaw::test {
 
 int free_loopback_port() {
@@ -44,7 +46,19 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+namespace {
+bool preset_tool_environment() {
+  for (const auto& [name, value] : fixed_library_environment()) ::setenv(name.c_str(), value.c_str(), 0);
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  return true;
+}
+}  // namespace
+
+std::string native_environment() { return "env -u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY -u OMP_WAIT_POLICY "; }
+
 CommandResult run(const std::string& command_line) {
+  static const bool preset = preset_tool_environment();
+  (void)preset;
   std::string full = "(" + command_line + ") 2>&1";
   std::FILE* pipe = ::popen(full.c_str(), "r");
   if (!pipe) throw std::runtime_error("popen failed: " + command_line);

@@ -21,7 +21,16 @@ struct CommandResult {
 };
 
 // Runs a shell command line; tool names resolve through bin().
+// Runs a shell command line, stdout and stderr together. The commands inherit the CPU
+// library settings that train and probe-grads would otherwise re-execute themselves to
+// get (util/cpu_runtime.h: the fixed kernel set's OPENBLAS_CORETYPE and
+// ATEN_CPU_CAPABILITY on an AVX2+FMA CPU, OMP_WAIT_POLICY=PASSIVE), set once here unless
+// the environment gives them: the same kernels and bits, half the start-up of each of
+// the suite's hundreds of runs. A test of the re-execution itself sets its own values;
+// one that needs this CPU's native libraries prefixes native_environment().
 CommandResult run(const std::string& command_line);
+// "env -u ..." that takes those settings away again, for a --kernels native run.
+std::string native_environment();
 // Absolute path of a built tool, e.g. bin("shard").
 std::string bin(const std::string& tool);
 // Absolute path inside the source tree, e.g. source("examples/paper/table9.csv").

@@ -19,9 +19,9 @@ const std::string& shards() {
   return path;
 }
 
-std::string rehearse(const std::string& env = "") {
+std::string rehearse(const std::string& env = "", const std::string& args = "") {
   return "cd " + test::source("") + " && env GPU_CHECK_DATA=" + shards() + " GPU_CHECK_BIN=" +
-         test::bin("") + " " + env + " scripts/gpu-check.sh --rehearse 2>&1";
+         test::bin("") + " " + env + " scripts/gpu-check.sh --rehearse " + args + " 2>&1";
 }
 
 }  // namespace
@@ -49,15 +49,22 @@ TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value an
 }
 
 TEST_CASE("gpu-check --rehearse: a resume without the optimizer state is caught and the check exits non-zero") {
-  // testing only: GPU_CHECK_PLANT breaks every resume of the rehearsal
-  auto r = run(rehearse("GPU_CHECK_PLANT=resume-without-optimizer"));
+  // testing only: GPU_CHECK_PLANT breaks every resume of the rehearsal; --only resume runs
+  // the main run and the resume section alone (plain and ZeRO-2), the checks it breaks
+  auto r = run(rehearse("GPU_CHECK_PLANT=resume-without-optimizer", "--only resume"));
   INFO(r.output);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("FAIL resume after SIGKILL at 15 vs uninterrupted, steps 16-20"));
   CHECK_THAT(r.output, Catch::Contains("FAIL ZeRO-2 resume after SIGKILL at 15 vs uninterrupted"));
   CHECK(test::count_lines_starting(r.output, "gpu-check: FAIL") == 2);
-  CHECK_THAT(r.output, Catch::Contains("FAILED: 2 of"));
+  CHECK_THAT(r.output, Catch::Contains("FAILED: 2 of 5 checks"));  // the main run's summary, the 4 of resume
   CHECK_THAT(r.output, Catch::Contains("testing: GPU_CHECK_PLANT=resume-without-optimizer"));
+  CHECK_THAT(r.output, Catch::Contains("--only resume: the other sections are skipped"));
+  CHECK_THAT(r.output, !Catch::Contains("head dim 48") && !Catch::Contains("probe steps") && !Catch::Contains("memory tiny"));
+  // an unknown section is refused before anything runs
+  auto bad = run(rehearse("", "--only resume,speed"));
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("no section 'speed'") && Catch::Contains("fp32,bf16,resume,parallel"));
   // no shard set: said at once
   auto none = run("cd " + test::source("") + " && GPU_CHECK_DATA=/nonexistent scripts/gpu-check.sh --rehearse 2>&1");
   CHECK(none.exit_code == 1);

@@ -892,7 +892,7 @@ TEST_CASE("train --kernels fixed: on this CPU the bits an AVX2 machine computes 
   // fixed whatever this machine's environment asks for
   const json fixed_env = train("OPENBLAS_CORETYPE=Prescott ATEN_CPU_CAPABILITY=default SHAPELAW_CPU_CAPABILITY=portable",
                                "fixed-env", "");
-  const json native = train("", "native", " --kernels native");
+  const json native = train(test::native_environment(), "native", " --kernels native");
   CHECK(fixed["kernels"]["set"] == "fixed");
   CHECK(fixed["kernels"]["isa"] == "avx2");
   CHECK(fixed["kernels"]["aten_capability"] == "avx2");
