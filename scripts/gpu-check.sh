@@ -292,77 +292,77 @@ backend=gloo
 grep -q "nccl" "$work/version.txt" && [ "$DEVICE" = cuda ] && backend=nccl
 zero2_run=(--zero 2 --bucket-mb 1)
 if want resume; then
-if kill_and_resume "$work/resumed" "resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision"; then
-  check losses "resume after SIGKILL at 15 vs uninterrupted" "$work/straight" "$work/resumed" 16 "$TOL_SAME"
-  check sensitivity "a resume without the optimizer state vs uninterrupted" "$work/straight" "$work/resumed-broken" 16 "$TOL_SAME" "$BROKEN_RATIO"
-fi
-# ZeRO-2's sliced optimizer state through a kill and resume
-if one_rank train_run "$work/zero2-straight" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
-  if one_rank kill_and_resume "$work/zero2-resumed" "ZeRO-2 resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
-    check losses "ZeRO-2 resume after SIGKILL at 15 vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed" 16 "$TOL_SAME"
-    check sensitivity "a ZeRO-2 resume without its optimizer slice vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed-broken" 16 "$TOL_SAME" "$BROKEN_RATIO"
+  if kill_and_resume "$work/resumed" "resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision"; then
+    check losses "resume after SIGKILL at 15 vs uninterrupted" "$work/straight" "$work/resumed" 16 "$TOL_SAME"
+    check sensitivity "a resume without the optimizer state vs uninterrupted" "$work/straight" "$work/resumed-broken" 16 "$TOL_SAME" "$BROKEN_RATIO"
   fi
-else
-  fail "ZeRO-2 resume" "the uninterrupted run failed ($(grep -v '^==' "$log" | tail -1))"
-fi
+  # ZeRO-2's sliced optimizer state through a kill and resume
+  if one_rank train_run "$work/zero2-straight" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
+    if one_rank kill_and_resume "$work/zero2-resumed" "ZeRO-2 resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" "${zero2_run[@]}"; then
+      check losses "ZeRO-2 resume after SIGKILL at 15 vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed" 16 "$TOL_SAME"
+      check sensitivity "a ZeRO-2 resume without its optimizer slice vs uninterrupted" "$work/zero2-straight" "$work/zero2-resumed-broken" 16 "$TOL_SAME" "$BROKEN_RATIO"
+    fi
+  else
+    fail "ZeRO-2 resume" "the uninterrupted run failed ($(grep -v '^==' "$log" | tail -1))"
+  fi
 fi
 
 # --- 5. the backend on one rank, ZeRO, recomputation, the fused fallback ------------------
 if want parallel; then
-same_as_plain() {  # label, out, extra args...
-  local label=$1 out=$2; shift 2
-  one_rank train_run "$out" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 "$@" \
-    && ran "$label" "$out" && check losses "$label" "$work/straight" "$out" 1 "$TOL_SAME" \
-    || { [ -f "$out/summary.json" ] || fail "$label" "the run failed ($(grep -v '^==' "$log" | tail -1))"; }
-}
-same_as_plain "$backend on one rank vs no process group" "$work/one-rank"
-same_as_plain "ZeRO-1 over $backend on one rank vs plain AdamW" "$work/zero1" --zero 1
-# 1 MiB buckets: several per backward from the CUDA autograd thread, with recomputation's
-# nested backward among them
-zero2=(--zero 2 --bucket-mb 1 --activation-checkpointing)
-same_as_plain "ZeRO-2 ${zero2[*]} over $backend on one rank vs plain AdamW" "$work/zero2" "${zero2[@]}"
-train_run "$work/recompute" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --activation-checkpointing \
-  && check losses "activation recomputation vs plain" "$work/straight" "$work/recompute" 1 "$TOL_SAME" \
-  || fail "activation recomputation vs plain" "the run failed"
-# a readout every step (the host waits for each) against the default's, every 10 steps on
-# a GPU, where the device runs ahead and the clip scale never leaves it: the same values
-train_run "$work/readout" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --readout-every 1 \
-  && check losses "a readout every step vs the default's (every 10 steps on a GPU)" "$work/straight" "$work/readout" 1 "$TOL_SAME" \
-  || fail "a readout every step vs the default's" "the run failed"
-# --block-impl fused is CPU float32 only: on CUDA it runs the aten block (the same losses)
-# and says so once per process
-fallback='--block-impl fused: CPU float32 only'
-before=$(grep -c -- "$fallback" "$log" || true)
-if train_run "$work/fused" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --block-impl fused; then
-  said=$(( $(grep -c -- "$fallback" "$log" || true) - before ))
-  want=0; [ "$DEVICE" = cuda ] && want=1
-  checks=$((checks + 1))
-  if [ "$said" = "$want" ]; then echo "gpu-check: PASS --block-impl fused on $DEVICE: its fallback message $said time(s) within exactly $want"
-  else failures=$((failures + 1)); echo "gpu-check: FAIL --block-impl fused on $DEVICE: its fallback message $said time(s) within exactly $want"; fi
-  [ "$DEVICE" = cuda ] && check losses "--block-impl fused (the aten block on cuda) vs plain" "$work/straight" "$work/fused" 1 "$TOL_SAME"
-else
-  fail "--block-impl fused on $DEVICE" "the run failed"
-fi
+  same_as_plain() {  # label, out, extra args...
+    local label=$1 out=$2; shift 2
+    one_rank train_run "$out" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 "$@" \
+      && ran "$label" "$out" && check losses "$label" "$work/straight" "$out" 1 "$TOL_SAME" \
+      || { [ -f "$out/summary.json" ] || fail "$label" "the run failed ($(grep -v '^==' "$log" | tail -1))"; }
+  }
+  same_as_plain "$backend on one rank vs no process group" "$work/one-rank"
+  same_as_plain "ZeRO-1 over $backend on one rank vs plain AdamW" "$work/zero1" --zero 1
+  # 1 MiB buckets: several per backward from the CUDA autograd thread, with recomputation's
+  # nested backward among them
+  zero2=(--zero 2 --bucket-mb 1 --activation-checkpointing)
+  same_as_plain "ZeRO-2 ${zero2[*]} over $backend on one rank vs plain AdamW" "$work/zero2" "${zero2[@]}"
+  train_run "$work/recompute" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --activation-checkpointing \
+    && check losses "activation recomputation vs plain" "$work/straight" "$work/recompute" 1 "$TOL_SAME" \
+    || fail "activation recomputation vs plain" "the run failed"
+  # a readout every step (the host waits for each) against the default's, every 10 steps on
+  # a GPU, where the device runs ahead and the clip scale never leaves it: the same values
+  train_run "$work/readout" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --readout-every 1 \
+    && check losses "a readout every step vs the default's (every 10 steps on a GPU)" "$work/straight" "$work/readout" 1 "$TOL_SAME" \
+    || fail "a readout every step vs the default's" "the run failed"
+  # --block-impl fused is CPU float32 only: on CUDA it runs the aten block (the same losses)
+  # and says so once per process
+  fallback='--block-impl fused: CPU float32 only'
+  before=$(grep -c -- "$fallback" "$log" || true)
+  if train_run "$work/fused" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" --checkpoint-every 0 --block-impl fused; then
+    said=$(( $(grep -c -- "$fallback" "$log" || true) - before ))
+    expected=0; [ "$DEVICE" = cuda ] && expected=1
+    checks=$((checks + 1))
+    if [ "$said" = "$expected" ]; then echo "gpu-check: PASS --block-impl fused on $DEVICE: its fallback message $said time(s) within exactly $expected"
+    else failures=$((failures + 1)); echo "gpu-check: FAIL --block-impl fused on $DEVICE: its fallback message $said time(s) within exactly $expected"; fi
+    [ "$DEVICE" = cuda ] && check losses "--block-impl fused (the aten block on cuda) vs plain" "$work/straight" "$work/fused" 1 "$TOL_SAME"
+  else
+    fail "--block-impl fused on $DEVICE" "the run failed"
+  fi
 fi
 
 # --- 6. probe steps, probe-grads and train eval on the device -----------------------------
 if want probe; then
-probe=(--probe-steps 3,7 --steps 8 --checkpoint-every 4)
-run_dev "$work/probe-plain" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" \
-  && one_rank run_dev "$work/probe-zero2" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" "${zero2_run[@]}" \
-  && check norms "probe steps: ZeRO-2's per-layer gradient norms vs plain" "$work/probe-plain/grad_norms.csv" "$work/probe-zero2/grad_norms.csv" "$TOL_NORM" \
-  || fail "probe steps under ZeRO-2" "a run failed ($(grep -v '^==' "$log" | tail -1))"
-if [ -f "$work/probe-plain/summary.json" ]; then
-  pg() { timeout "$(within 120)" "$P" measure "$work/probe-plain" --step 4 --batches 2 --batch-size 4 -q "$@" 2>>"$log"; }
-  pg --device "$DEVICE" --threads 2 -o "$work/pg-dev" && pg --device cpu --threads "$cpu_threads" -o "$work/pg-cpu" \
-    && check norms "probe-grads measure on $DEVICE vs cpu (fp32)" "$work/pg-cpu/grad_profile.csv" "$work/pg-dev/grad_profile.csv" "$TOL_NORM" \
-    || fail "probe-grads measure on $DEVICE" "it failed ($(tail -1 "$log"))"
-fi
-if [ -f "$work/straight/summary.json" ]; then
-  timeout "$(within 60)" "$T" eval "$work/straight" --split validation --device "$DEVICE" -o "$work/eval.json" 2>>"$log" \
-    && check evaluation "train eval on $DEVICE vs summary.json" "$work/eval.json" "$work/straight/summary.json" "$TOL_EVAL" \
-    || fail "train eval on $DEVICE" "it failed ($(tail -1 "$log"))"
-fi
+  probe=(--probe-steps 3,7 --steps 8 --checkpoint-every 4)
+  run_dev "$work/probe-plain" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" \
+    && one_rank run_dev "$work/probe-zero2" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" "${zero2_run[@]}" \
+    && check norms "probe steps: ZeRO-2's per-layer gradient norms vs plain" "$work/probe-plain/grad_norms.csv" "$work/probe-zero2/grad_norms.csv" "$TOL_NORM" \
+    || fail "probe steps under ZeRO-2" "a run failed ($(grep -v '^==' "$log" | tail -1))"
+  if [ -f "$work/probe-plain/summary.json" ]; then
+    pg() { timeout "$(within 120)" "$P" measure "$work/probe-plain" --step 4 --batches 2 --batch-size 4 -q "$@" 2>>"$log"; }
+    pg --device "$DEVICE" --threads 2 -o "$work/pg-dev" && pg --device cpu --threads "$cpu_threads" -o "$work/pg-cpu" \
+      && check norms "probe-grads measure on $DEVICE vs cpu (fp32)" "$work/pg-cpu/grad_profile.csv" "$work/pg-dev/grad_profile.csv" "$TOL_NORM" \
+      || fail "probe-grads measure on $DEVICE" "it failed ($(tail -1 "$log"))"
+  fi
+  if [ -f "$work/straight/summary.json" ]; then
+    timeout "$(within 60)" "$T" eval "$work/straight" --split validation --device "$DEVICE" -o "$work/eval.json" 2>>"$log" \
+      && check evaluation "train eval on $DEVICE vs summary.json" "$work/eval.json" "$work/straight/summary.json" "$TOL_EVAL" \
+      || fail "train eval on $DEVICE" "it failed ($(tail -1 "$log"))"
+  fi
 fi
 
 # --- 7. the memory plan beside the measured peaks ----------------------------------------

@@ -4,6 +4,7 @@
 
 #include "compat/torch_compat.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace shapelaw {
 
@@ -24,7 +25,6 @@ RunDevice select_device(const std::string& name, const std::string& precision, c
 
 double measure_matmul_peak(const torch::Device& device, bool bf16) {
   using Clock = std::chrono::steady_clock;
-  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   torch::NoGradGuard no_grad;
   const int64_t n = device.is_cuda() ? 8192 : 1024;
   auto opts = torch::TensorOptions().device(device).dtype(bf16 ? torch::kBFloat16 : torch::kFloat32);
@@ -38,9 +38,9 @@ double measure_matmul_peak(const torch::Device& device, bool bf16) {
     c = torch::matmul(a, b);
     ++iters;
     if (device.is_cuda()) compat::cuda_synchronize(device);
-  } while (since(t0) < 0.3 || iters < 3);
+  } while (seconds_since(t0) < 0.3 || iters < 3);
   c.sum().item<double>();
-  return 2.0 * double(n) * n * n * iters / since(t0);
+  return 2.0 * double(n) * n * n * iters / seconds_since(t0);
 }
 
 }  // namespace shapelaw

@@ -16,12 +16,15 @@ torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params, bool forea
     if (p.grad().defined()) grads.push_back(p.grad().to(torch::kFloat32));
   if (grads.empty())
     return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(params.empty() ? torch::kCPU : params.front().device()));
-  std::vector<torch::Tensor> squares;
-  if (foreach)
-    squares = {torch::stack(at::_foreach_norm(grads, 2)).square()};
-  else
-    for (auto& g : grads) squares.push_back(g.norm().square());
-  return (foreach ? squares.front() : torch::stack(squares)).sum().to(torch::kFloat64).sqrt();
+  torch::Tensor squares;
+  if (foreach) {
+    squares = torch::stack(at::_foreach_norm(grads, 2)).square();
+  } else {
+    std::vector<torch::Tensor> each;
+    for (auto& g : grads) each.push_back(g.norm().square());
+    squares = torch::stack(each);
+  }
+  return squares.sum().to(torch::kFloat64).sqrt();
 }
 
 torch::Tensor clip_scale_for(const torch::Tensor& norm, double max_norm) {

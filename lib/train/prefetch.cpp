@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "util/progress.h"
+
 namespace shapelaw {
 
 Prefetcher::Prefetcher(const WindowSampler& sampler, WindowSampler::Cursor start, int64_t micro, size_t capacity)
@@ -23,7 +25,7 @@ MicroBatch Prefetcher::next(double& wait_ms) {
   auto t0 = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [this] { return !queue_.empty() || error_; });
-  wait_ms += 1000.0 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  wait_ms += 1000.0 * seconds_since(t0);
   if (queue_.empty()) std::rethrow_exception(error_);
   MicroBatch b = std::move(queue_.front());
   queue_.pop_front();

@@ -5,10 +5,7 @@
 
 namespace shapelaw {
 
-namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-}  // namespace
 
 Readouts::Readouts(const Settings& settings, RunMetrics& metrics, std::vector<double>& losses, Log log)
     : s_(settings), metrics_(metrics), losses_(losses), log_(std::move(log)) {

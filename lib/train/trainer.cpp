@@ -50,8 +50,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 void debug_kill(const char* where, int64_t step) {
   std::fprintf(stderr, "train: debug: SIGKILL self at step %lld (%s)\n", (long long)step, where);
   std::fflush(stderr);

@@ -11,6 +11,11 @@ namespace shapelaw {
 // A duration as a person reads it: "45 s", "3.2 min", "2.1 h".
 std::string format_duration(double seconds);
 
+// Seconds from t to now on the steady clock.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 class Progress {
  public:
   Progress(std::string label, bool quiet, double interval_seconds = 1.0);
