@@ -199,7 +199,13 @@ fi
 T="$BIN/train"
 P="$BIN/probe-grads"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+keep_evidence() {  # with $OUT (the device tool): the probe runs' norms come back beside the log
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+    for run in probe-plain probe-zero2; do cp "$work/$run/grad_norms.csv" "$OUT/$run.grad_norms.csv" 2>/dev/null || true; done
+  fi
+  rm -rf "$work"
+}
+trap keep_evidence EXIT
 "$T" --version >"$work/version.txt" 2>&1 || die "train --version"
 sed 's/^/gpu-check: /' "$work/version.txt"
 info "data: $DATA ($("$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1])); print(m.get("tokenizer", {}).get("kind", "?"), "tokens, vocabulary", m.get("tokenizer", {}).get("vocab_size", "?"))' "$DATA/manifest.json" 2>/dev/null || echo '?'))"

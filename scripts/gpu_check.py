@@ -36,12 +36,21 @@ def max_loss_difference(a, b, first):
     return max(abs(la[s] - lb[s]) for s in steps), steps
 
 
+def where(a, b, steps):
+    """the step of the largest difference and the first step's: a drift that grows from
+    the last bits of the first steps reads differently from an offset present at once"""
+    la, lb = train_losses(a), train_losses(b)
+    worst = max(steps, key=lambda s: abs(la[s] - lb[s]))
+    return f" at step {worst} (step {steps[0]}: {abs(la[steps[0]] - lb[steps[0]]):.3g})"
+
+
 def losses(check, a, b, first, tol):
     """max |loss a - loss b| over the train steps >= first, at most tol"""
     diff, steps = max_loss_difference(a, b, int(first))
     if diff is None:
         return verdict(check, f"steps missing (a {sorted(train_losses(a))}, b {sorted(train_losses(b))})", tol, False)
-    return verdict(f"{check}, steps {steps[0]}-{steps[-1]}", f"max |dloss| {diff:.3g}", f"{float(tol):.3g}",
+    at = where(a, b, steps) if math.isfinite(diff) and diff > 0 else ""  # an exact match needs no place
+    return verdict(f"{check}, steps {steps[0]}-{steps[-1]}", f"max |dloss| {diff:.3g}{at}", f"{float(tol):.3g}",
                    diff <= float(tol))
 
 
@@ -71,9 +80,11 @@ def norms(check, a, b, rel):
     na, nb = read_norms(a), read_norms(b)
     if not na or set(na) != set(nb):
         return verdict(check, f"different rows ({len(na)} vs {len(nb)})", rel, False)
-    worst = max(abs(na[k] - nb[k]) / max(abs(na[k]), 1e-30) for k in na)
-    return verdict(f"{check} ({len(na)} norms)", f"max relative difference {worst:.3g}", f"{float(rel):.3g}",
-                   worst <= float(rel))
+    key = max(na, key=lambda k: abs(na[k] - nb[k]) / max(abs(na[k]), 1e-30))
+    worst = abs(na[key] - nb[key]) / max(abs(na[key]), 1e-30)
+    return verdict(f"{check} ({len(na)} norms)",
+                   f"max relative difference {worst:.3g} at {'/'.join(key)} ({na[key]:.6g} vs {nb[key]:.6g})",
+                   f"{float(rel):.3g}", worst <= float(rel))
 
 
 def evaluation(check, record, summary, tol):

@@ -10,23 +10,6 @@
 
 namespace shapelaw {
 
-torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params, bool foreach) {
-  std::vector<torch::Tensor> grads;
-  for (auto& p : params)
-    if (p.grad().defined()) grads.push_back(p.grad().to(torch::kFloat32));
-  if (grads.empty())
-    return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(params.empty() ? torch::kCPU : params.front().device()));
-  torch::Tensor squares;
-  if (foreach) {
-    squares = torch::stack(at::_foreach_norm(grads, 2)).square();
-  } else {
-    std::vector<torch::Tensor> each;
-    for (auto& g : grads) each.push_back(g.norm().square());
-    squares = torch::stack(each);
-  }
-  return squares.sum().to(torch::kFloat64).sqrt();
-}
-
 torch::Tensor clip_scale_for(const torch::Tensor& norm, double max_norm) {
   torch::NoGradGuard no_grad;
   const torch::Tensor one = torch::ones_like(norm);

@@ -16,6 +16,7 @@
 
 #include "model/model.h"
 #include "train/distributed.h"
+#include "train/grad_norm.h"
 #include "train/train_config.h"
 #include "train/zero_optimizer.h"
 
@@ -32,12 +33,6 @@ struct OptimizerGroup {
 // the device: max_norm / (norm + 1e-6) where the norm exceeds max_norm, else exactly 1;
 // computed in fp64 as the host would, so a CPU run's bits do not depend on where it is.
 torch::Tensor clip_scale_for(const torch::Tensor& norm, double max_norm);
-
-// The global norm of the parameters' gradients (those defined), as a 0-dim fp64 tensor on
-// their device: sqrt of the sum of each tensor's squared fp32 norm. `foreach` takes the
-// per-tensor norms in one multi-tensor kernel (a GPU: one launch instead of one per
-// tensor); the optimizer uses it off the CPU only, so a CPU run keeps its bits.
-torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params, bool foreach);
 
 class Optimizer {
  public:

@@ -6,6 +6,7 @@
 
 #include "train/checkpoint_save.h"
 #include "train/flat_params.h"
+#include "train/grad_norm.h"
 #include "util/error.h"
 
 namespace shapelaw {
@@ -46,18 +47,22 @@ std::vector<torch::Tensor> ShardedAdamW::gradients() const {
 
 torch::Tensor ShardedAdamW::reduce_gradients() {
   torch::NoGradGuard no_grad;
-  torch::Tensor sum;
+  // this rank's slice of the averaged gradients, one piece per parameter it meets: the
+  // plain optimizer's per-tensor norms (train/grad_norm.h), so that on one rank the clip
+  // factor is bit for bit the plain one
+  std::vector<torch::Tensor> pieces;
   if (sliced_gradients()) {
-    sum = grads_->average().norm().square();
+    const torch::Tensor& slice = grads_->average();
+    for_each_flat_piece(params_, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t) {
+      pieces.push_back(slice.slice(0, at, at + piece.numel()));
+    });
   } else {
     std::vector<torch::Tensor> grads = gradients();
     dist_.reduce_scatter_gradients(grads, shard_);
-    std::vector<torch::Tensor> squares;
-    for_each_flat_piece(grads, begin_, end_, [&](torch::Tensor piece, int64_t, size_t) {
-      squares.push_back(piece.to(torch::kFloat32).norm().square());
-    });
-    sum = squares.empty() ? torch::zeros({}, m_.options()) : torch::stack(squares).sum();
+    for_each_flat_piece(grads, begin_, end_, [&](torch::Tensor piece, int64_t, size_t) { pieces.push_back(piece); });
   }
+  torch::Tensor sum = pieces.empty() ? torch::zeros({}, m_.options())
+                                     : squared_norms(pieces, /*foreach=*/!m_.device().is_cpu()).sum();
   dist_.sum_over_ranks(sum);
   return sum.to(torch::kFloat64).sqrt();
 }
