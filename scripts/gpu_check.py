@@ -26,9 +26,9 @@ def train_losses(run):
     return {r["step"]: r["loss"] for r in rows if r.get("kind") == "train"}
 
 
-def max_loss_difference(a, b, first):
+def max_loss_difference(a, b, first, last=None):
     la, lb = train_losses(a), train_losses(b)
-    steps = [s for s in sorted(la) if s >= first]
+    steps = [s for s in sorted(la) if s >= first and (last is None or s <= last)]
     if not steps or any(s not in lb for s in steps):
         return None, steps
     if not all(math.isfinite(la[s]) and math.isfinite(lb[s]) for s in steps):
@@ -44,14 +44,26 @@ def where(a, b, steps):
     return f" at step {worst} (step {steps[0]}: {abs(la[steps[0]] - lb[steps[0]]):.3g})"
 
 
-def losses(check, a, b, first, tol):
-    """max |loss a - loss b| over the train steps >= first, at most tol"""
-    diff, steps = max_loss_difference(a, b, int(first))
+def losses(check, a, b, first, tol, last=None):
+    """max |loss a - loss b| over the train steps first..last (default: all from first), at most tol"""
+    diff, steps = max_loss_difference(a, b, int(first), None if last is None else int(last))
     if diff is None:
         return verdict(check, f"steps missing (a {sorted(train_losses(a))}, b {sorted(train_losses(b))})", tol, False)
     at = where(a, b, steps) if math.isfinite(diff) and diff > 0 else ""  # an exact match needs no place
     return verdict(f"{check}, steps {steps[0]}-{steps[-1]}", f"max |dloss| {diff:.3g}{at}", f"{float(tol):.3g}",
                    diff <= float(tol))
+
+
+def drift(check, a, b):
+    """the difference over every step, stated without a tolerance: two computations that
+    round differently part further with every step once the run is sensitive (measured)"""
+    diff, steps = max_loss_difference(a, b, 1)
+    if diff is None or not math.isfinite(diff):
+        say(f"info {check}: no comparable steps")
+        return 0
+    say(f"info {check}, steps {steps[0]}-{steps[-1]}: max |dloss| {diff:.3g}{where(a, b, steps) if diff > 0 else ''} "
+        "(drift, no tolerance)")
+    return 0
 
 
 def sensitivity(check, a, broken, first, tol, ratio):
@@ -126,9 +138,11 @@ def spec_peak(gpu):
     return next((peak for name, peak in SPEC_BF16_PEAK if name in gpu), None)
 
 
-def throughput(name, run, gpu, reference=None):
+def throughput(name, run, gpu, reference=None, target=None):
     """tokens/s and MFU of train (steps after the first two), against the specification's
-    peak where known and the matmul peak train measured; the reference's beside it"""
+    peak where known and the matmul peak train measured; the reference's beside it; a
+    target MFU (percent of the specification's peak) said met or not, as information: a
+    slow run is not a wrong one"""
     rows = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"train"' in l][2:]
     s = json.load(open(run + "/summary.json"))
     tps = sum(r["tokens_per_s"] for r in rows) / len(rows)
@@ -139,6 +153,10 @@ def throughput(name, run, gpu, reference=None):
     if spec:
         line += f", {100 * fpt * tps / spec:5.1f}% of the specification's {spec / 1e12:.0f} TFLOP/s ({gpu})"
     say(line + f"; attention: {s.get('attention_backend', '?')}")
+    if target and spec:
+        mfu = 100 * fpt * tps / spec
+        say(f"info {name:<5} target: {float(target):g}% MFU of the specification's peak: "
+            f"{'met' if mfu >= float(target) else 'NOT met'} ({mfu:.1f}%)")
     if reference:
         r = json.load(open(reference))
         line = f"info {name:<5} pytorch   {r['tokens_per_s']:12.0f} tok/s  MFU {100 * fpt * r['tokens_per_s'] / s['peak_flops']:5.1f}% measured"
@@ -160,7 +178,7 @@ def summary(check, run, precision, device):
 
 
 if __name__ == "__main__":
-    commands = {f.__name__: f for f in (losses, sensitivity, norms, evaluation, memory, throughput, summary)}
+    commands = {f.__name__: f for f in (losses, drift, sensitivity, norms, evaluation, memory, throughput, summary)}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     try:

@@ -12,6 +12,7 @@
 #include "compat/torch_compat.h"
 #include "train/fused_adamw.h"
 #include "train/optimizer.h"
+#include "train/zero_optimizer.h"
 
 using namespace shapelaw;
 
@@ -141,4 +142,33 @@ TEST_CASE("gradient_norm: one multi-tensor kernel (a GPU's) gives the per-tensor
   CHECK(each.item<double>() == Approx(std::sqrt(squares)).epsilon(1e-6));
   CHECK(fused.item<double>() == Approx(each.item<double>()).epsilon(1e-6));
   CHECK(gradient_norm({params.back()}, true).item<double>() == 0.0);
+}
+
+// On one rank ZeRO must clip by the very factor plain AdamW does: the first GPU run
+// (docs/benchmarks.md) found ZeRO-1 and -2 off plain by 0.04 and 0.12 in loss over 20 bf16
+// steps, from the norm alone (per-piece and whole-slice kernels beside plain's per-tensor
+// multi-tensor one); bf16 turns a last-bit difference in the clip into a different run.
+TEST_CASE("ZeRO on one rank: the clip norm is plain AdamW's, bit for bit, at stages 1 and 2") {
+  for (int stage : {1, 2}) {
+    INFO("stage " << stage);
+    torch::manual_seed(17);
+    std::vector<torch::Tensor> params, plain, weights;
+    for (int64_t n : {7 * 33, 1000, 5, 100000}) {
+      params.push_back(torch::randn({n}).requires_grad_(true));
+      plain.push_back(params.back().detach().clone().requires_grad_(true));
+      weights.push_back(torch::randn({n}) * double(n % 5 + 1));
+    }
+    auto loss_of = [&](const std::vector<torch::Tensor>& ps) {
+      torch::Tensor loss = torch::zeros({});
+      for (size_t i = 0; i < ps.size(); ++i) loss = loss + (ps[i] * ps[i] * weights[i]).sum();
+      return loss;
+    };
+    const std::vector<ShardSettings> settings(params.size(), ShardSettings{1.0, 0.1, 1e-8});
+    ShardedAdamW zero(params, settings, 0.9, 0.95, Distributed::single(), stage);
+    zero.begin_gradients();
+    loss_of(params).backward();  // stage 2: the hooks move each .grad into the slice
+    zero.end_micro_batch();
+    loss_of(plain).backward();
+    CHECK(zero.reduce_gradients().item<double>() == gradient_norm(plain, /*foreach=*/false).item<double>());
+  }
 }
