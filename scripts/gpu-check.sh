@@ -73,6 +73,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+# a timestamped line where each section starts: the log then says what took the deadline
+section() { if want "$1"; then say "section $1"; fi; }
 if [ "$DEVICE" = cpu ]; then DEADLINE_S=${DEADLINE_S:-170}; else DEADLINE_S=${DEADLINE_S:-540}; fi
 DATA=${GPU_CHECK_DATA:-$DEPS/shards}
 # a peer that never comes must not eat the call: collectives give up after a minute
@@ -271,6 +273,7 @@ run_dev() { train_run "$@" --device "$DEVICE" --precision "$precision"; }
 main=(--head-dim "$head_dim" --steps 20 --checkpoint-every 10)
 
 # --- 2. fp32 on the device against the CPU, at the paper's head dims ----------------------
+section fp32
 # (rehearsal: 1 thread against 2, a check of the CPU's own reduction orders)
 want fp32 && for hw in "${head_widths[@]}"; do
   set -- $hw
@@ -286,6 +289,7 @@ want fp32 && for hw in "${head_widths[@]}"; do
 done
 
 # --- 3. bf16 against fp32 ------------------------------------------------------------------
+section bf16
 train_run "$work/straight" 150 "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision" \
   && ran "run ($precision on $DEVICE)" "$work/straight" \
   && check summary "run ($precision on $DEVICE)" "$work/straight" "$precision" "$DEVICE" \
@@ -302,6 +306,7 @@ else
 fi
 
 # --- 4. kill and resume; the same with the optimizer state dropped ------------------------
+section resume
 kill_and_resume() {  # out, label, extra args...
   local out=$1 label=$2; shift 2
   train_run "$out" 150 "$@" --debug-kill-at-step 15 2>/dev/null || true  # (bash's "Killed" line)
@@ -334,6 +339,7 @@ if want resume; then
 fi
 
 # --- 5. the backend on one rank, ZeRO, recomputation, the fused fallback ------------------
+section parallel
 if want parallel; then
   same_as_plain() {  # label, out, extra args...
     local label=$1 out=$2; shift 2
@@ -372,6 +378,7 @@ if want parallel; then
 fi
 
 # --- 6. probe steps, probe-grads and train eval on the device -----------------------------
+section probe
 if want probe; then
   probe=(--probe-steps 3,7 --steps 8 --checkpoint-every 4)
   run_dev "$work/probe-plain" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" \
@@ -392,6 +399,7 @@ if want probe; then
 fi
 
 # --- 7. the memory plan beside the measured peaks ----------------------------------------
+section memory
 set -- $memory_shape
 plan_shape=(--depth "$2" --width "$3" --head-dim 64 --seq-len "$4" --micro-batch "$5" --batch-tokens $(( $5 * $4 * 2 )))
 want memory && for recompute in "" --activation-checkpointing; do
@@ -406,6 +414,7 @@ want memory && for recompute in "" --activation-checkpointing; do
 done
 
 # --- 8. throughput beside the PyTorch reference ------------------------------------------
+section throughput
 want throughput && for s in "${shapes[@]}"; do
   set -- $s
   name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * 2 ))

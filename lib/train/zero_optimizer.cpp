@@ -1,7 +1,10 @@
 #include "train/zero_optimizer.h"
 
 #include <cmath>
+#include <array>
 #include <cstdio>
+#include <map>
+#include <tuple>
 #include <filesystem>
 
 #include "train/checkpoint_save.h"
@@ -101,6 +104,9 @@ void ShardedAdamW::step(const torch::Tensor& clip_scale) {
   const double cpu_clip_scale = on_cpu ? clip_scale.item<double>() : 1.0;  // read: no wait on the CPU
   const bool sliced = sliced_gradients();
   const std::vector<torch::Tensor> data = detached(params_), grads = sliced ? std::vector<torch::Tensor>() : gradients();
+  // off the CPU, the pieces of each parameter group go to ATen's fused AdamW in one call
+  // (one launch per group, not per parameter; the arithmetic is element-wise, the same bits)
+  std::map<std::tuple<double, double, double>, std::array<std::vector<torch::Tensor>, 4>> fused;
   for_each_flat_piece(data, begin_, end_, [&](torch::Tensor piece, int64_t at, size_t i) {
     const int64_t n = piece.numel();
     const int64_t in_param = piece.storage_offset() - data[i].storage_offset();
@@ -108,18 +114,29 @@ void ShardedAdamW::step(const torch::Tensor& clip_scale) {
                              : grads[i].reshape({-1}).slice(0, in_param, in_param + n);
     torch::Tensor m = m_.slice(0, at, at + n), v = v_.slice(0, at, at + n);
     const ShardSettings& set = settings_[i];
-    const double lr = lr_ * set.lr_mult;
-    const AdamWHyper h{lr, beta1_, beta2_, set.eps, set.weight_decay};
     if (on_cpu && piece.device().is_cpu() && piece.scalar_type() == torch::kFloat32 && g.is_contiguous() &&
         g.scalar_type() == torch::kFloat32) {
-      adamw_update(piece.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), n, h,
-                   steps_, cpu_clip_scale);
+      adamw_update(piece.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), n,
+                   hyper(set), steps_, cpu_clip_scale);
       torch::autograd::impl::bump_version(params_[i]);
-    } else {  // e.g. CUDA: ATen's fused AdamW on the slice, the clip scale read on the device
-      adamw_update({piece}, {g}, {m}, {v}, h, steps_, clip_scale.to(piece.device()));
+    } else {
+      auto& lists = fused[{set.lr_mult, set.weight_decay, set.eps}];
+      lists[0].push_back(piece);
+      lists[1].push_back(g);
+      lists[2].push_back(m);
+      lists[3].push_back(v);
     }
   });
+  for (auto& [key, lists] : fused) {  // e.g. CUDA: the clip scale read on the device
+    const auto [lr_mult, weight_decay, eps] = key;
+    adamw_update(lists[0], lists[1], lists[2], lists[3], hyper({lr_mult, weight_decay, eps}), steps_,
+                 clip_scale.to(lists[0].front().device()));
+  }
   dist_.all_gather_shards(params_, shard_);
+}
+
+AdamWHyper ShardedAdamW::hyper(const ShardSettings& set) const {
+  return AdamWHyper{lr_ * set.lr_mult, beta1_, beta2_, set.eps, set.weight_decay};
 }
 
 std::string ShardedAdamW::file_name(int rank) { return "optimizer-rank" + std::to_string(rank) + ".pt"; }

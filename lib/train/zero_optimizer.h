@@ -69,6 +69,7 @@ class ShardedAdamW {
   torch::Tensor m_, v_;  // [end - begin] fp32 on the parameters' device
   std::unique_ptr<ShardedGradients> grads_;  // stage 2
   bool sliced_gradients() const { return bool(grads_); }
+  AdamWHyper hyper(const ShardSettings& set) const;  // the group's hyperparameters at this step's lr
 };
 
 }  // namespace shapelaw
