@@ -62,6 +62,24 @@ TEST_CASE("chunked head cross-entropy (the GPU's path) equals the plain composit
   CHECK(head_chunk_rows(int64_t(1) << 30) == 64);
 }
 
+TEST_CASE("chunked head cross-entropy from bf16 logits (a GPU's autocast): the softmax in fp32, the loss and gradients within bf16's rounding") {
+  torch::manual_seed(6);
+  const int64_t n = 48, vocab = 90, padded = 96, width = 16;
+  auto h0 = torch::randn({n, width}), w0 = torch::randn({padded, width}) * 0.5;
+  auto y = torch::randint(0, vocab, {n}, torch::kLong);
+  auto h = h0.clone().requires_grad_(true), w = w0.narrow(0, 0, vocab).clone().requires_grad_(true);
+  auto reference = head_cross_entropy_unfused(h, w, y);
+  reference.backward();
+  auto hb = h0.to(torch::kBFloat16).requires_grad_(true), wb = w0.to(torch::kBFloat16).requires_grad_(true);
+  auto loss = head_cross_entropy_chunked(hb, wb, y, vocab, 16);
+  loss.backward();
+  CHECK(loss.scalar_type() == torch::kFloat32);  // the loss summed in fp32, not bf16's 8 bits
+  CHECK(loss.item<double>() == Approx(reference.item<double>()).epsilon(2e-2));
+  CHECK(torch::allclose(hb.grad().to(torch::kFloat32), h.grad(), 5e-2, 2e-3));
+  CHECK(torch::allclose(wb.grad().narrow(0, 0, vocab).to(torch::kFloat32), w.grad(), 5e-2, 2e-3));
+  CHECK(wb.grad().narrow(0, vocab, padded - vocab).abs().max().item<float>() == 0.0f);
+}
+
 TEST_CASE("fused head cross-entropy is used only where it applies") {
   auto h = torch::randn({4, 8}), w = torch::randn({11, 8}).requires_grad_(true);
   auto y = torch::randint(0, 11, {4}, torch::kLong);
