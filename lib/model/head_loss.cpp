@@ -96,12 +96,10 @@ struct ChunkedHeadCrossEntropy : torch::autograd::Function<ChunkedHeadCrossEntro
       const torch::Tensor hc = h.narrow(0, first, rows), tc = targets.narrow(0, first, rows).unsqueeze(1);
       torch::Tensor logits = torch::nn::functional::linear(hc, weight);  // every row: whole tiles
       if (padded > vocab) logits.narrow(1, vocab, padded - vocab).fill_(-std::numeric_limits<float>::infinity());
-      // Three passes over the chunk's [rows, V] (the memory traffic that costs, not the
-      // FLOPs): log_softmax in fp32 straight from the logits' dtype, exp in place into
-      // the probabilities, the cast to the matmuls' dtype; 1/N scales the [rows, W] and
-      // [V, W] products instead of the [rows, V] gradient. (Before: seven passes, half
-      // again as many bytes; on the first H200 the head-heavy 8L x 512W ran at 0.93x the
-      // PyTorch reference, the 16L x 1024W at 1.08x.)
+      // Three passes over the chunk's [rows, V], whose memory traffic is what costs at
+      // GPT-2's vocabulary: log_softmax in fp32 straight from the logits' dtype, exp in
+      // place into the probabilities, the cast to the matmuls' dtype. 1/N scales the
+      // [rows, W] and [V, W] products, in fp32, instead of the [rows, V] gradient.
       torch::Tensor g;
       {  // autocast would first copy bf16 logits into fp32: the kernel converts as it reads
         c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
@@ -110,7 +108,7 @@ struct ChunkedHeadCrossEntropy : torch::autograd::Function<ChunkedHeadCrossEntro
       loss.sub_(g.gather(1, tc).sum());
       g.exp_().scatter_add_(1, tc, torch::full({rows, 1}, -1.0, g.options()));
       const torch::Tensor gc = g.to(logits.scalar_type());
-      dh.narrow(0, first, rows).copy_(torch::mm(gc, weight).mul_(1.0 / double(n)));
+      dh.narrow(0, first, rows).copy_(torch::mm(gc, weight)).mul_(1.0 / double(n));
       torch::Tensor part = torch::mm(gc.t(), hc);
       if (!dweight.defined()) dweight = part.to(torch::kFloat32);
       else dweight.add_(part);

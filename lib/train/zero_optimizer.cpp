@@ -1,11 +1,11 @@
 #include "train/zero_optimizer.h"
 
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <tuple>
-#include <filesystem>
 
 #include "train/checkpoint_save.h"
 #include "train/flat_params.h"
