@@ -27,29 +27,27 @@ def train_losses(run):
 
 
 def max_loss_difference(a, b, first, last=None):
+    """(max |dloss|, the steps compared, where it peaks): None, steps when steps are missing"""
     la, lb = train_losses(a), train_losses(b)
     steps = [s for s in sorted(la) if s >= first and (last is None or s <= last)]
     if not steps or any(s not in lb for s in steps):
-        return None, steps
+        return None, steps, ""
     if not all(math.isfinite(la[s]) and math.isfinite(lb[s]) for s in steps):
-        return math.inf, steps
-    return max(abs(la[s] - lb[s]) for s in steps), steps
-
-
-def where(a, b, steps):
-    """the step of the largest difference and the first step's: a drift that grows from
-    the last bits of the first steps reads differently from an offset present at once"""
-    la, lb = train_losses(a), train_losses(b)
+        return math.inf, steps, ""
+    diff = max(abs(la[s] - lb[s]) for s in steps)
+    # the step of the largest difference and the first step's: a drift that grows from the
+    # last bits of the first steps reads differently from an offset present at once (an
+    # exact match needs no place)
     worst = max(steps, key=lambda s: abs(la[s] - lb[s]))
-    return f" at step {worst} (step {steps[0]}: {abs(la[steps[0]] - lb[steps[0]]):.3g})"
+    at = f" at step {worst} (step {steps[0]}: {abs(la[steps[0]] - lb[steps[0]]):.3g})" if diff > 0 else ""
+    return diff, steps, at
 
 
 def losses(check, a, b, first, tol, last=None):
     """max |loss a - loss b| over the train steps first..last (default: all from first), at most tol"""
-    diff, steps = max_loss_difference(a, b, int(first), None if last is None else int(last))
+    diff, steps, at = max_loss_difference(a, b, int(first), None if last is None else int(last))
     if diff is None:
         return verdict(check, f"steps missing (a {sorted(train_losses(a))}, b {sorted(train_losses(b))})", tol, False)
-    at = where(a, b, steps) if math.isfinite(diff) and diff > 0 else ""  # an exact match needs no place
     return verdict(f"{check}, steps {steps[0]}-{steps[-1]}", f"max |dloss| {diff:.3g}{at}", f"{float(tol):.3g}",
                    diff <= float(tol))
 
@@ -57,18 +55,18 @@ def losses(check, a, b, first, tol, last=None):
 def drift(check, a, b):
     """the difference over every step, stated without a tolerance: two computations that
     round differently part further with every step once the run is sensitive (measured)"""
-    diff, steps = max_loss_difference(a, b, 1)
+    diff, steps, at = max_loss_difference(a, b, 1)
     if diff is None or not math.isfinite(diff):
         say(f"info {check}: no comparable steps")
         return 0
-    say(f"info {check}, steps {steps[0]}-{steps[-1]}: max |dloss| {diff:.3g}{where(a, b, steps) if diff > 0 else ''} "
+    say(f"info {check}, steps {steps[0]}-{steps[-1]}: max |dloss| {diff:.3g}{at} "
         "(drift, no tolerance)")
     return 0
 
 
 def sensitivity(check, a, broken, first, tol, ratio):
     """a planted fault must move the losses by at least ratio x tol: the tolerance can see it"""
-    diff, steps = max_loss_difference(a, broken, int(first))
+    diff, steps, _ = max_loss_difference(a, broken, int(first))
     if diff is None:
         return verdict(check, "steps missing", tol, False)
     got = diff / float(tol)

@@ -18,6 +18,7 @@
 #include "fit/stats.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/progress.h"
 #include "util/sha256.h"
 
 namespace shapelaw::fit {
@@ -636,7 +637,7 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
     const auto t0 = std::chrono::steady_clock::now();
     const FitResult& fr = fitter.fit(name, m);
     LawAnalysis a = analyse_law(m, fr, d, opt);
-    a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    a.seconds = seconds_since(t0);
     if (!a.identification.identified()) loud.push_back(m.name + ": " + a.identification.message());
     if (!fr.converged) loud.push_back(a.convergence_warning());
     rec["models"].push_back(law_json(a, d, rows, opt));

@@ -19,6 +19,7 @@
 #include "util/atomic_file.h"
 #include "util/build_info.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace shapelaw::probe {
 namespace fs = std::filesystem;
@@ -274,7 +275,7 @@ GradProfile measure_gradients(const MeasureOptions& o) {
                      {"threads", threads},
                      {"torch_version", compat::torch_version()},
                      {"git_rev", shapelaw_git_rev()},
-                     {"wall_seconds", std::chrono::duration<double>(Clock::now() - t0).count()}});
+                     {"wall_seconds", seconds_since(t0)}});
   return p;
 }
 

@@ -11,7 +11,7 @@ Progress::Progress(std::string label, bool quiet, double interval_seconds)
       start_(std::chrono::steady_clock::now()), last_(start_) {}
 
 double Progress::elapsed_seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return seconds_since(start_);
 }
 
 std::string format_duration(double seconds) {
