@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/fused_block.h"
+#include "model/grad_norm.h"
 #include "model/head_loss.h"
 #include "model/parameterization.h"
 #include "model/recompute.h"
@@ -50,11 +51,11 @@ double squared_grad_norm(const std::vector<torch::Tensor>& params, const GradSqu
     for (auto& p : params) sum += squared(p);
     return sum;
   }
-  std::vector<torch::Tensor> norms;
+  std::vector<torch::Tensor> grads;
   for (auto& p : params)
-    if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat32).norm().pow(2));
-  if (norms.empty()) return 0.0;
-  return torch::stack(norms).sum().item<double>();
+    if (p.grad().defined()) grads.push_back(p.grad().detach());
+  if (grads.empty()) return 0.0;
+  return squared_norms(grads, /*foreach=*/false).sum().item<double>();
 }
 
 }  // namespace

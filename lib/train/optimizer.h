@@ -16,7 +16,7 @@
 
 #include "model/model.h"
 #include "train/distributed.h"
-#include "train/grad_norm.h"
+#include "model/grad_norm.h"
 #include "train/train_config.h"
 #include "train/zero_optimizer.h"
 

@@ -9,7 +9,7 @@
 
 #include "train/checkpoint_save.h"
 #include "train/flat_params.h"
-#include "train/grad_norm.h"
+#include "model/grad_norm.h"
 #include "util/error.h"
 
 namespace shapelaw {
@@ -51,7 +51,7 @@ std::vector<torch::Tensor> ShardedAdamW::gradients() const {
 torch::Tensor ShardedAdamW::reduce_gradients() {
   torch::NoGradGuard no_grad;
   // this rank's slice of the averaged gradients, one piece per parameter it meets: the
-  // plain optimizer's per-tensor norms (train/grad_norm.h), so that on one rank the clip
+  // plain optimizer's per-tensor norms (model/grad_norm.h), so that on one rank the clip
   // factor is bit for bit the plain one
   std::vector<torch::Tensor> pieces;
   if (sliced_gradients()) {
@@ -76,9 +76,9 @@ std::vector<double> ShardedAdamW::gradient_squares() {
   std::vector<torch::Tensor> squares(params_.size());
   // the norm reduces the fp32 piece in place (no float64 copy of a slice the size of the
   // model's gradients): a probe step then holds no more than a normal one, and each square
-  // is computed as the plain path's (model.cpp's squared_grad_norm)
+  // is computed by the plain path's kernel (model/grad_norm.h)
   auto square = [&](const torch::Tensor& piece, size_t i) {
-    squares[i] = piece.to(torch::kFloat32).norm().pow(2).to(torch::kFloat64);
+    squares[i] = squared_norms({piece}, /*foreach=*/false)[0].to(torch::kFloat64);
   };
   // a parameter meets this rank's contiguous slice in one piece at most
   if (sliced_gradients()) {

@@ -11,7 +11,7 @@ namespace shapelaw {
 // Each tensor's squared fp32 norm, stacked into a 1-D fp32 tensor on their device (a
 // non-empty list). `foreach` takes the per-tensor norms in one multi-tensor kernel (a
 // GPU: one launch instead of one per tensor); the optimizer uses it off the CPU only, so
-// a CPU run keeps its bits.
+// a CPU run keeps its bits. The per-layer probe norms (model.cpp, ZeRO's slices) use it too.
 torch::Tensor squared_norms(const std::vector<torch::Tensor>& tensors, bool foreach);
 
 // The global norm of the parameters' gradients (those defined), as a 0-dim fp64 tensor on

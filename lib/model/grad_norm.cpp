@@ -1,4 +1,4 @@
-#include "train/grad_norm.h"
+#include "model/grad_norm.h"
 
 namespace shapelaw {
 
