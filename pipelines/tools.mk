@@ -8,8 +8,9 @@ shapelaw_tools_included := 1
 BUILD ?= build
 shapelaw_bin := $(abspath $(BUILD))/bin
 export PATH := $(shapelaw_bin):$(PATH)
-# make 4.3 does not pass exported variables to $(shell): give it the PATH explicitly.
-with_path := PATH='$(PATH)'
+# make 4.3 does not pass exported variables to $(shell): give it the PATH explicitly, exported,
+# so that every command of the line sees it (paper.mk's plan runs study-grid in a <(...))
+with_path := export PATH='$(PATH)';
 # `make -n`: the one definition every pipeline uses (stamps.mk includes this file)
 dry_run := $(findstring n,$(firstword -$(MAKEFLAGS)))
 missing_tools = $(strip $(foreach t,$(1),$(if $(shell $(with_path) command -v $(t)),,$(t))))

@@ -99,6 +99,14 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
   CHECK_THAT(r.output, Catch::Contains("probes") && Catch::Contains("margin") && Catch::Contains("a probe step is planned as any other"));
   r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=1"));
   CHECK_THAT(r.output, Catch::Contains(" NO "));
+  // From a shell whose PATH lacks the tools (BUILD names the tree, as README's commands
+  // run): the grid's expansion, a <(...) inside the plan's command, must find train too.
+  const std::string build = fs::path(test::bin("")).parent_path().parent_path().string();
+  r = run("cd " + test::source("") + " && PATH=/usr/bin:/bin make --no-print-directory -f pipelines/paper.mk plan BUILD=" +
+          build + " PAPER=" + paper + " GPUS=8");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("30/30"));
 }
 
 TEST_CASE("make -n on the paper's controls shows every arm's runs, laid out, and the plan counts a sweep's runs") {
