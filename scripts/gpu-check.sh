@@ -70,7 +70,7 @@ while [ $# -gt 0 ]; do
         [[ ",$SECTIONS," == *",$section,"* ]] ||
           { echo "gpu-check: --only: no section '$section' (sections: $SECTIONS)" >&2; exit 2; }
       done ;;
-    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;  # the header above, whole
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
