@@ -70,10 +70,4 @@ TEST_CASE("gpu-check --rehearse: a resume without the optimizer state is caught 
   auto none = run("cd " + test::source("") + " && GPU_CHECK_DATA=/nonexistent scripts/gpu-check.sh --rehearse 2>&1");
   CHECK(none.exit_code == 1);
   CHECK_THAT(none.output, Catch::Contains("no shard set in /nonexistent") && Catch::Contains("scripts/gpu-deps"));
-  // --help: the script's whole header, from its first line to its last
-  auto help = run("cd " + test::source("") + " && scripts/gpu-check.sh --help 2>&1");
-  CHECK(help.exit_code == 0);
-  CHECK_THAT(help.output, Catch::StartsWith("# The checks only a GPU can show") &&
-                              Catch::EndsWith("log is also written to $OUT/gpu-check.log.\n"));
-  CHECK(help.output.find("set -euo") == std::string::npos);
 }

@@ -623,3 +623,26 @@ TEST_CASE("make-chinchilla-report: the budget table per arm from the runs' summa
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(test::read_text(report + "/README.md"), Catch::Contains("| w16-d1 | 1 | 16 | 50 | 2000 | 40 | 2 |"));
 }
+
+TEST_CASE("every script's usage is its whole header comment, its first line to its last") {
+  // {script and arguments that ask for the usage, whether it keeps the "# " of each line}
+  const std::vector<std::pair<std::string, bool>> asks = {
+      {"check-reproduced", false}, {"gpu-slot --help", false}, {"study-grid", false},
+      {"controls-grid bogus", false}, {"debian13-check --help", true}, {"gpu-check.sh --help", true}};
+  for (const auto& [ask, keeps_hash] : asks) {
+    const std::string script = ask.substr(0, ask.find(' '));
+    std::ifstream in(test::source("scripts/" + script));
+    std::string line, first, last;
+    std::getline(in, line);  // the #! line
+    while (std::getline(in, line) && !line.empty() && line[0] == '#') {
+      std::string shown = keeps_hash ? line : line.substr(line.rfind("# ", 0) == 0 ? 2 : 1);
+      if (first.empty()) first = shown;
+      last = shown;
+    }
+    auto r = run("cd " + test::source("") + " && scripts/" + ask + " 2>&1");
+    INFO(ask << "\n" << r.output);
+    REQUIRE(!first.empty());
+    CHECK_THAT(r.output, Catch::StartsWith(first) && Catch::Contains(last + "\n"));
+    CHECK(r.output.find("set -euo") == std::string::npos);
+  }
+}
