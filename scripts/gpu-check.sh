@@ -23,7 +23,8 @@
 #   7. the memory plan against the allocator's allocated and reserved peaks
 #   8. bf16 tokens/s and MFU (of the specification's peak where known, beside the measured
 #      matmul peak) of train beside bench/train_reference.py at GPT-2 small (124M) and the
-#      paper's 1B row (48x2048); the memory check runs the mid shape (8x512)
+#      paper's 1B row (48x2048); the memory check runs the mid shape (8x512); two more steps
+#      under LibTorch's profiler say where the time goes (kernels by kind, the largest)
 #   9. the whole C++ test suite built against this LibTorch: built in the background from
 #      the end of step 1 on the cores the checks leave idle (nice 19, paused while step 8
 #      is timed), run after step 8 until TESTS_END_S (585 s: past DEADLINE_S, inside the
@@ -226,6 +227,7 @@ work=$(mktemp -d)
 keep_evidence() {  # with $OUT (the device tool): the probe runs' norms come back beside the log
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
     for run in probe-plain probe-zero2; do cp "$work/$run/grad_norms.csv" "$OUT/$run.grad_norms.csv" 2>/dev/null || true; done
+    for f in "$work"/*/profile.csv; do [ ! -f "$f" ] || cp "$f" "$OUT/$(basename "$(dirname "$f")").profile.csv"; done
   fi
   rm -rf "$work"
   [ -z "$test_build" ] || signal_tree KILL "$test_build"  # a check that died leaves no build behind
@@ -452,8 +454,11 @@ want throughput && for s in "${shapes[@]}"; do
   # padded size (nanoGPT's), so both run the same matmuls; MFU counts the real 50257.
   # Readouts every 2 steps: the GPU runs ahead in between, as in a paper run, and the first
   # window (the two warm-up steps gpu_check.py skips) stays out of the others' times
+  # Steps 13-14 run under LibTorch's profiler (profile.csv; left out of the rate): if a
+  # target is missed, the same call says where the time went
   if ! run_dev "$work/$name" 200 --depth "$D" --width "$W" --head-dim 64 --seq-len "$S" --micro-batch "$M" \
-      --batch-tokens "$B" --steps 12 --checkpoint-every 0 --vocab-size 50257 --vocab-multiple 64 --readout-every 2; then
+      --batch-tokens "$B" --steps 14 --profile-steps 13,14 --checkpoint-every 0 --vocab-size 50257 --vocab-multiple 64 \
+      --readout-every 2; then
     fail "throughput $name" "the run failed ($(grep -v '^==' "$log" | tail -1))"; continue
   fi
   ref=""
@@ -466,6 +471,7 @@ want throughput && for s in "${shapes[@]}"; do
   fi
   target=""; [ "$name" = 1b ] && target=40  # issue 22: 40% MFU at the paper's ~1B shape
   "$PYTHON" scripts/gpu_check.py throughput "$name" "$work/$name" "$gpu" "${ref:-}" $target
+  "$PYTHON" scripts/gpu_check.py profile "$name" "$work/$name" || say "$name: no profile"
 done
 [ "$DEVICE" = cuda ] || ! want throughput || info "the PyTorch reference: not rehearsed (it needs python3's torch; bench/train.sh runs it on the CPU)"
 

@@ -4,8 +4,10 @@
 (or FAIL), exiting 1 on a FAIL; `info` lines state measurements that have no tolerance.
 Usage: gpu_check.py <subcommand> ...   (see each function; gpu-check.sh is the only caller)
 """
+import csv
 import json
 import math
+import re
 import sys
 
 # Dense bf16 tensor-core peak of the specification sheet, by the name torch reports.
@@ -141,8 +143,11 @@ def throughput(name, run, gpu, reference=None, target=None):
     peak where known and the matmul peak train measured; the reference's beside it; a
     target MFU (percent of the specification's peak) said met or not, as information: a
     slow run is not a wrong one"""
-    rows = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"train"' in l][2:]
     s = json.load(open(run + "/summary.json"))
+    # the profiled steps (the profiler's own cost, its waits) stay out of the rate
+    profiled = s["config"].get("profile_steps") or [math.inf]
+    rows = [r for r in (json.loads(l) for l in open(run + "/metrics.jsonl") if '"train"' in l)][2:]
+    rows = [r for r in rows if r["step"] < profiled[0]]
     tps = sum(r["tokens_per_s"] for r in rows) / len(rows)
     spec = spec_peak(gpu) if s["precision"] == "bf16" else None
     fpt = s["flops_per_token"]
@@ -164,6 +169,38 @@ def throughput(name, run, gpu, reference=None, target=None):
     return 0
 
 
+# kinds of GPU kernels by name (cuBLAS/CUTLASS, SDPA's backends, NCCL, fused optimizers)
+KERNEL_KINDS = [("matmul", r"gemm|cutlass|xmma|cublas|nvjet|sm\d+_"), ("attention", r"flash|fmha|attention|sdpa|cudnn"),
+                ("softmax and loss", r"softmax|nll|cross_entropy"), ("optimizer", r"adam|foreach|multi_tensor"),
+                ("collectives", r"nccl"), ("copies", r"memcpy|memset|copy")]
+
+
+def kernel_kind(name):
+    return next((kind for kind, pattern in KERNEL_KINDS if re.search(pattern, name, re.I)), "other element-wise and reductions")
+
+
+def profile(name, run, top=12):
+    """where the profiled steps' time went (train --profile-steps, profile.csv): on a GPU its
+    kernels by kind and the largest ones; on the CPU its operators (inclusive times: an
+    operator's share counts the operators it calls too)"""
+    rows = list(csv.DictReader(open(run + "/profile.csv")))
+    device = "cuda" if any(r["device"] == "cuda" for r in rows) else "cpu"
+    rows = [r for r in rows if r["device"] == device]
+    total = sum(float(r["total_us"]) for r in rows)
+    steps = json.load(open(run + "/summary.json"))["config"]["profile_steps"]
+    line = f"info {name:<5} profile of steps {steps[0]}-{steps[-1]} on {device}: {total / 1e3:.1f} ms in {len(rows)} "
+    if device == "cuda":
+        kinds = {}
+        for r in rows:
+            kinds[kernel_kind(r["name"])] = kinds.get(kernel_kind(r["name"]), 0) + float(r["total_us"])
+        say(line + "kernels; " + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])))
+    else:
+        say(line + "operators (inclusive times)")
+    for r in rows[:int(top)]:
+        say(f"info {name:<5} profile {100 * float(r['share']):5.1f}% {int(r['calls']):6d}x  {r['name'][:110]}")
+    return 0
+
+
 def summary(check, run, precision, device):
     """a run's summary: its precision and device, finite losses; its attention backend said"""
     s = json.load(open(run + "/summary.json"))
@@ -176,7 +213,7 @@ def summary(check, run, precision, device):
 
 
 if __name__ == "__main__":
-    commands = {f.__name__: f for f in (losses, drift, sensitivity, norms, evaluation, memory, throughput, summary)}
+    commands = {f.__name__: f for f in (losses, drift, sensitivity, norms, evaluation, memory, throughput, profile, summary)}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     try:

@@ -174,6 +174,18 @@ inline void set_cuda_rng_state(const torch::Device& device, const torch::Tensor&
   gen.set_state(s);
 }
 
+// A profiler event's duration in microseconds: KinetoEvent::durationUs until 2.0,
+// durationNs after (found by detection, not by version).
+template <typename E, typename = void>
+struct has_duration_ns : std::false_type {};
+template <typename E>
+struct has_duration_ns<E, std::void_t<decltype(std::declval<const E&>().durationNs())>> : std::true_type {};
+template <typename E>
+double event_microseconds(const E& event) {
+  if constexpr (has_duration_ns<E>::value) return double(event.durationNs()) / 1e3;
+  else return double(event.durationUs());
+}
+
 inline void cuda_synchronize(const torch::Device& device) {
 #if SHAPELAW_TORCH_AT_LEAST(2, 0)
   if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());

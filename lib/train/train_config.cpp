@@ -103,6 +103,11 @@ void TrainConfig::validate() const {
   if (log_every < 0) fail("--log-every must be >= 0 (0: no progress lines; got " + std::to_string(log_every) + ")");
   if (readout_every < 0)
     fail("--readout-every must be >= 0 (0: the device's default; got " + std::to_string(readout_every) + ")");
+  if (profile_steps.size() > 2 || (!profile_steps.empty() && profile_steps.front() < 1) ||
+      (profile_steps.size() == 2 && profile_steps[1] < profile_steps[0]))
+    fail("--profile-steps must be FIRST or FIRST,LAST with 1 <= FIRST <= LAST (got " +
+         std::to_string(profile_steps.size()) + " values" +
+         (profile_steps.empty() ? std::string() : ", first " + std::to_string(profile_steps.front())) + ")");
   if (val_tokens < 0) fail("--val-tokens must be >= 0 (got " + std::to_string(val_tokens) + ")");
   if (threads < 0) fail("--threads must be >= 0 (0: all cores; got " + std::to_string(threads) + ")");
   if (prefetch < 0) fail("--prefetch must be >= 0 (got " + std::to_string(prefetch) + ")");

@@ -52,6 +52,7 @@ struct TrainConfig {
   double divergence_factor = 2;   // stop when the loss exceeds this x max(first loss, ln vocab) (0: non-finite only)
   bool resume = false;            // require a checkpoint to resume from
   std::vector<int64_t> probe_steps;  // steps (1-based) whose per-layer grad norms go to grad_norms.csv
+  std::vector<int64_t> profile_steps;  // first and last step under LibTorch's profiler (profile.csv); empty: off
   // execution
   std::string device = "cpu";     // cpu | cuda
   std::string precision = "auto"; // auto (bf16 on cuda, fp32 on cpu) | fp32 | bf16
@@ -150,6 +151,10 @@ void visit_train_options(Config& c, F&& f) {
     c.resume);
   f(OptionInfo{"probe_steps", "--probe-steps", "steps whose per-layer gradient norms go to grad_norms.csv"}.runtime().no_default(),
     c.probe_steps);
+  f(OptionInfo{"profile_steps", "--profile-steps",
+               "FIRST,LAST: the steps (1-based) run under LibTorch's profiler; each operator's and, on a GPU, each "
+               "kernel's calls and time go to profile.csv (one step: FIRST alone)"}.runtime().no_default(),
+    c.profile_steps);
   // execution
   f(OptionInfo{"device", "--device", "cpu | cuda"}.runtime(), c.device);
   f(OptionInfo{"precision", "--precision", "auto (bf16 autocast on cuda) | fp32 | bf16"}, c.precision);

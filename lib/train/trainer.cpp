@@ -34,6 +34,7 @@
 #include "train/readouts.h"
 #include "train/run_directory.h"
 #include "train/run_plan.h"
+#include "train/step_profile.h"
 #include "train/stop_signals.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
@@ -385,6 +386,10 @@ int run_impl(const TrainConfig& given) {
       if (d) throw diverged(d->why, d->step_before);
     };
     auto every = [&](int64_t n) { return n > 0 && st.step % n == 0; };
+    StepProfile profile(cfg.profile_steps, rd.device, cfg.out + "/profile.csv", leader);
+    if (!cfg.profile_steps.empty() && cfg.profile_steps.back() > total_steps)
+      log("warning: --profile-steps ends at step " + std::to_string(cfg.profile_steps.back()) + ", after the run's " +
+          std::to_string(total_steps) + ": no profile.csv");
     while (st.step < total_steps) {
       if (readouts.queued() == 0)
         if (const int signal = stop_requested()) {
@@ -405,6 +410,7 @@ int run_impl(const TrainConfig& given) {
       next.lr = cfg.lr_at(st.step);
       optimizer.set_lr(next.lr);
       const bool probe_now = probe_steps.count(next.step) > 0;
+      profile.before_step(next.step);
       torch::Tensor loss_sum = accumulate_gradients(model, prefetch, params, optimizer, cfg, accum, rd, st.cursor, next);
       const auto t_opt = Clock::now();
       torch::Tensor grad_norm = optimizer.reduce_gradients(params, loss_sum);
@@ -424,6 +430,7 @@ int run_impl(const TrainConfig& given) {
       optimizer.step(clip_scale_for(grad_norm, cfg.grad_clip));
       if (step_waits) compat::cuda_synchronize(rd.device);
       rec.optimizer_ms = 1000.0 * seconds_since(t_opt);
+      if (const std::string line = profile.after_step(next.step); !line.empty()) log(line);
       if (!state_measured) {
         measured = measure_state(params, optimizer);
         state_measured = true;

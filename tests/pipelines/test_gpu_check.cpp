@@ -44,7 +44,8 @@ TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value an
                             "PASS probe steps: ZeRO-2's per-layer gradient norms vs plain",
                             "PASS probe-grads measure on cpu vs cpu", "PASS train eval on cpu vs summary.json",
                             "PASS memory tiny: plan peak / measured allocated peak", "info tiny  train",
-                            "attention textbook", "bf16 vs fp32: not rehearsed"})
+                            "attention textbook", "info tiny  profile of steps 13-14 on cpu:",
+                            "bf16 vs fp32: not rehearsed"})
     CHECK_THAT(r.output, Catch::Contains(check));
   CHECK_THAT(r.output, Catch::Contains("checks passed in"));
 }
@@ -70,4 +71,25 @@ TEST_CASE("gpu-check --rehearse: a resume without the optimizer state is caught 
   auto none = run("cd " + test::source("") + " && GPU_CHECK_DATA=/nonexistent scripts/gpu-check.sh --rehearse 2>&1");
   CHECK(none.exit_code == 1);
   CHECK_THAT(none.output, Catch::Contains("no shard set in /nonexistent") && Catch::Contains("scripts/gpu-deps"));
+}
+
+TEST_CASE("gpu_check.py profile: a GPU's kernels by kind and the largest, from train's profile.csv") {
+  test::TempDir dir;
+  test::write_text(dir.path() + "/summary.json", R"({"config": {"profile_steps": [13, 14]}})");
+  test::write_text(dir.path() + "/profile.csv",
+                   "device,name,calls,total_us,share\n"
+                   "cpu,aten::mm,400,9000.0,0.9000\n"
+                   "cpu,aten::add,10,1000.0,0.1000\n"
+                   "cuda,sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n,300,6000.0,0.6000\n"
+                   "cuda,\"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>\",48,2000.0,0.2000\n"
+                   "cuda,void at::native::vectorized_elementwise_kernel<4>,900,1000.0,0.1000\n"
+                   "cuda,void at::native::(anonymous namespace)::cunn_SoftMaxForward<8>,20,500.0,0.0500\n"
+                   "cuda,ncclDevKernel_AllReduce_Sum_f32_RING_LL,2,500.0,0.0500\n");
+  auto r = run("cd " + test::source("") + " && python3 scripts/gpu_check.py profile 1b " + dir.path() + " 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("1b    profile of steps 13-14 on cuda: 10.0 ms in 5 kernels; matmul 60%, attention 20%, "
+                                       "other element-wise and reductions 10%, softmax and loss 5%, collectives 5%"));
+  CHECK_THAT(r.output, Catch::Contains(" 60.0%    300x  sm90_xmma_gemm"));
+  CHECK(r.output.find("aten::mm") == std::string::npos);  // a GPU run's host operators are launches
 }

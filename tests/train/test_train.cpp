@@ -915,3 +915,38 @@ TEST_CASE("train --kernels fixed: on this CPU the bits an AVX2 machine computes 
   }
 #endif
 }
+
+TEST_CASE("train --profile-steps: the window's operators go to profile.csv, the math is untouched, a bad window is refused") {
+  TempDir dir;
+  // one step, then two: the window is exactly the steps named (each operator's calls double)
+  auto calls = [](const std::string& csv) {
+    std::map<std::string, int64_t> n;
+    std::istringstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      if (line.rfind("cpu,aten::", 0) != 0) continue;  // ATen's names hold no comma
+      std::vector<std::string> f;
+      std::istringstream fields(line);
+      for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+      n[f[1]] = std::stoll(f[2]);
+    }
+    return n;
+  };
+  auto one = run(base_args(dir.path() + "/one") + " --steps 5 --profile-steps 3 2>&1");
+  auto two = run(base_args(dir.path() + "/two") + " --steps 5 --profile-steps 2,3 2>&1");
+  auto plain = run(base_args(dir.path() + "/plain") + " --steps 5 2>&1");
+  INFO(two.output);
+  REQUIRE((one.exit_code == 0 && two.exit_code == 0 && plain.exit_code == 0));
+  CHECK_THAT(two.output, Catch::Contains("profile of steps 2-3: " + dir.path() + "/two/profile.csv"));
+  const std::string csv = read_file(dir.path() + "/two/profile.csv");
+  CHECK(csv.rfind("device,name,calls,total_us,share\n", 0) == 0);
+  const auto n1 = calls(read_file(dir.path() + "/one/profile.csv")), n2 = calls(csv);
+  REQUIRE(n1.count("aten::mm"));
+  CHECK(n2.at("aten::mm") == 2 * n1.at("aten::mm"));
+  CHECK(!std::filesystem::exists(dir.path() + "/plain/profile.csv"));
+  CHECK(train_losses(dir.path() + "/two") == train_losses(dir.path() + "/plain"));  // observed, not changed
+  auto bad = run(base_args(dir.path() + "/bad") + " --steps 5 --profile-steps 3,2 2>&1");
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Catch::Contains("--profile-steps must be FIRST or FIRST,LAST with 1 <= FIRST <= LAST"));
+}
