@@ -5,14 +5,27 @@
 #include <set>
 #include <sstream>
 
+#ifndef SHAPELAW_NO_PROFILER
 #include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 
 #include "compat/torch_compat.h"
 #include "train/metrics.h"
 #include "util/atomic_file.h"
 #include "util/csv.h"
+#include "util/error.h"
 
 namespace shapelaw {
+
+#ifdef SHAPELAW_NO_PROFILER
+StepProfile::StepProfile(const std::vector<int64_t>& steps, const torch::Device& device, std::string path, bool)
+    : device_(device), path_(std::move(path)) {
+  if (!steps.empty()) throw Error("--profile-steps: this train was built without the profiler (SHAPELAW_WITH_PROFILER=OFF)");
+}
+StepProfile::~StepProfile() = default;
+void StepProfile::before_step(int64_t) {}
+std::string StepProfile::after_step(int64_t) { return ""; }
+#else
 
 namespace profiler = torch::autograd::profiler;
 using torch::profiler::impl::ActivityType;
@@ -88,5 +101,7 @@ std::string StepProfile::after_step(int64_t step) {
   return "profile of steps " + std::to_string(first_) + "-" + std::to_string(last_) + ": " + path_ + " (" +
          std::to_string(rows.size()) + " operators and kernels; the largest on " + where + ": " + top + ")";
 }
+
+#endif  // SHAPELAW_NO_PROFILER
 
 }  // namespace shapelaw
