@@ -55,7 +55,11 @@ StepProfile::StepProfile(const std::vector<int64_t>& steps, const torch::Device&
 }
 
 StepProfile::~StepProfile() {
-  if (running_) profiler::disableProfiler();  // a run that stopped inside the window
+  if (!running_) return;
+  try {
+    profiler::disableProfiler();  // a run that stopped inside the window: nothing written
+  } catch (...) {  // unwinding already: the error that stopped the run is the one to report
+  }
 }
 
 void StepProfile::before_step(int64_t step) {
