@@ -70,6 +70,7 @@ std::string format_grid(const std::vector<GridRow>& rows) {
   s += buf;
   double params = 0, tokens = 0, flops = 0, gpu_hours = 0, peak = 0, required = 0, margin = 1e300;
   int fitting = 0;
+  const GridRow* most_host = nullptr;  // the run whose ranks together hold the most host memory
   for (auto& r : rows) {
     const Plan& p = r.plan;
     const PlanOptions& o = p.options;
@@ -89,6 +90,8 @@ std::string format_grid(const std::vector<GridRow>& rows) {
     required = std::max(required, double(p.required));
     margin = std::min(margin, double(p.margin));
     fitting += p.fits;
+    auto host_of = [](const GridRow& g) { return double(g.plan.host) * g.plan.options.world; };
+    if (!most_host || host_of(r) > host_of(*most_host)) most_host = &r;
   }
   std::snprintf(buf, sizeof buf, "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %6s %10s %10s %9s %4s %10s\n", "total", "", "",
                 fmt("%.3g", params).c_str(), fmt("%.3g", tokens).c_str(), "", "", "", "", "",
@@ -111,6 +114,12 @@ std::string format_grid(const std::vector<GridRow>& rows) {
            "); a run fits when its margin is >= 0\n";
     s += "probes = --probe-steps per run: a probe step is planned as any other (it runs as one: under ZeRO the "
          "per-layer norms come from the ranks' gradient slices, no gradient is kept whole)\n";
+    const Plan& h = most_host->plan;
+    s += "host memory: each rank builds its fp32 model on the CPU before it moves to its GPU: " +
+         format_bytes(double(h.host)) + " per rank, " + format_bytes(double(h.host) * h.options.world) + " for " +
+         most_host->run + "'s " + std::to_string(h.options.world) +
+         " rank(s), the most of any run; runs started side by side add theirs (a scheduler's memory limit, "
+         "e.g. Slurm's --mem-per-gpu, must allow it)\n";
     }
   }
   return s;

@@ -137,6 +137,7 @@ Plan make_plan(const PlanOptions& o) {
   p.reserve = p.required - p.peak - p.runtime;
   p.margin = int64_t(o.gpu_memory) - p.required;
   p.fits = double(p.required) <= o.gpu_memory;
+  p.host = std::max(p.weights, o.zero >= 1 ? p.moments : 0);
   for (int64_t m = p.sequences_per_rank; m >= 1; --m) {
     if (p.sequences_per_rank % m != 0) continue;
     if (double(required(state + used(activation_bytes(o, m)))) <= o.gpu_memory) {
@@ -193,6 +194,7 @@ nlohmann::json to_json(const Plan& p) {
             {"allocator_reserve", p.reserve},
             {"runtime", p.runtime},
             {"required", p.required}}},
+          {"host_bytes_per_rank", p.host},
           {"gpu_memory", o.gpu_memory},
           {"reserve_fraction", o.cuda ? o.reserve_fraction : 0.0},
           {"margin", p.margin},
@@ -256,6 +258,7 @@ std::string format_plan(const Plan& p) {
   line("required", double(p.required),
        std::string(p.fits ? "fits" : "DOES NOT FIT") + " in --gpu-memory " + format_bytes(o.gpu_memory) + ", margin " +
            format_signed_bytes(double(p.margin)));
+  if (o.cuda) line("host memory", double(p.host), "per rank at its start: the fp32 model is built on the CPU");
   s += "largest micro-batch that fits: " +
        (p.max_micro_batch > 0 ? std::to_string(p.max_micro_batch) : std::string("none (state alone does not fit)")) +
        " (of " + std::to_string(p.sequences_per_rank) + " sequences per rank per step)\n";

@@ -75,6 +75,11 @@ struct Plan {
   int64_t required = 0;          // peak + reserve + runtime
   int64_t margin = 0;            // gpu_memory - required (negative: does not fit)
   bool fits = false;             // required <= gpu_memory
+  // Host memory a rank holds at its start: `train` builds and initialises the whole fp32
+  // model on the CPU (the same weights on every device) before it moves to the GPU, and a
+  // ZeRO resume reads the rank's moment slice into host memory before it moves too.
+  // Schedulers that limit memory per job (Slurm's --mem-per-gpu) must allow it.
+  int64_t host = 0;
   int64_t max_micro_batch = 0;   // largest divisor of sequences_per_rank that fits (0: none)
   // compute
   double model_flops_per_token = 0;  // model/model_config.h's flops_per_token

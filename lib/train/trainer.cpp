@@ -253,9 +253,17 @@ int run_impl(const TrainConfig& given) {
   // model and optimizer
   const double peak = cfg.peak_flops > 0 ? cfg.peak_flops : measure_matmul_peak(rd.device, rd.bf16);
   if (rd.device.is_cpu()) install_cpu_memory_meter();  // counts from here on
+  // The weights are drawn on the CPU whatever the device, so every device trains the same
+  // ones; the draws are serial (about 0.2-0.3 G/s): tens of seconds at the paper's 7B rows.
+  const ParamCounts counts = count_parameters(cfg.model);
+  const auto t_build = std::chrono::steady_clock::now();
+  if (counts.allocated >= 500'000'000)
+    log("building the model's " + fmt("%.3g", double(counts.allocated)) +
+        " parameters on the CPU (the same weights on every device) ...");
   torch::manual_seed(cfg.seed);
   Transformer model(cfg.model);
   model->to(rd.device);
+  const double build_s = seconds_since(t_build);
   model->activation_checkpointing = cfg.activation_checkpointing;
   Optimizer optimizer(*model, cfg, dist);
   const std::vector<torch::Tensor> params = model->parameters();
@@ -267,12 +275,12 @@ int run_impl(const TrainConfig& given) {
                        dataset.manifest_sha256(), dataset.tokenizer_sha256(), dist.world,
                        dataset.tokenizer().kind};
 
-  const ParamCounts counts = count_parameters(cfg.model);
   const double fpt = flops_per_token(cfg.model);
   log("model " + std::to_string(cfg.model.depth) + "L x " + std::to_string(cfg.model.width) + "W (" +
       std::to_string(cfg.model.heads()) + " heads, " + cfg.model.mlp + ", " + cfg.model.norm + "): params total " +
       std::to_string(counts.total) + ", non-embedding " + std::to_string(counts.non_embedding) + ", 12DW^2 " +
-      std::to_string(counts.paper_12DW2) + "; " + fmt("%.4g", fpt) + " FLOPs/token");
+      std::to_string(counts.paper_12DW2) + "; " + fmt("%.4g", fpt) + " FLOPs/token" +
+      (build_s >= 1 ? "; built and placed on " + rd.device.str() + " in " + fmt("%.1f", build_s) + " s" : ""));
   log(describe_groups(optimizer, mult, cfg.model));
   log("device " + rd.device.str() + (rd.bf16 ? " bf16 autocast" : " fp32") + ", " + std::to_string(threads) +
       " threads (BLAS: " + blas_description() + "), LibTorch " + compat::torch_version() + ", world " +

@@ -233,6 +233,28 @@ TEST_CASE("plan: choose_layout puts small runs on one GPU and the 7B run on seve
   CHECK(j["totals"]["gpu_hours"].get<double>() == Approx(s.gpu_hours + none.gpu_hours));
 }
 
+TEST_CASE("plan: host memory at a rank's start is its whole fp32 model, which ZeRO does not shard") {
+  // train draws every weight on the CPU (the same on any device), then moves the model
+  const Plan z2 = make_plan(seven_b(4, 2));
+  CHECK(z2.host == 4 * z2.params.allocated);
+  CHECK(z2.host == z2.weights);
+  CHECK(z2.host > z2.gradients);  // the GPU's shards are smaller than what the host held first
+  PlanOptions one = seven_b(1, 1);  // a rank's moment slice is read on the host at a resume
+  one.micro_batch = 1;
+  CHECK(make_plan(one).host == make_plan(one).moments);
+  CHECK(to_json(z2)["host_bytes_per_rank"] == z2.host);
+  CHECK_THAT(format_plan(z2), Catch::Contains("host memory") && Catch::Contains(format_bytes(double(z2.host))));
+  // the grid names the run whose ranks together hold the most, and the total
+  const Plan small = make_plan(seven_b(8, 1));
+  PlanOptions single = seven_b(1, 0);
+  single.model.depth = 4;
+  const Plan lone = make_plan(single);
+  const std::string table = format_grid({{"lone", lone}, {"seven-b", z2}, {"eight", small}});
+  const double most = std::max(double(z2.host) * 4, double(small.host) * 8);
+  CHECK_THAT(table, Catch::Contains("host memory") && Catch::Contains(format_bytes(most)));
+  CHECK_THAT(table, Catch::Contains(most == double(small.host) * 8 ? "eight's 8 rank(s)" : "seven-b's 4 rank(s)"));
+}
+
 TEST_CASE("plan: sizes, JSON and the human table, bad options name the flag") {
   CHECK(parse_byte_size("80GiB") == 80.0 * (1ull << 30));
   CHECK(parse_byte_size("141GB") == 141e9);
