@@ -51,7 +51,6 @@ StepProfile::StepProfile(const std::vector<int64_t>& steps, const torch::Device&
     : device_(device), path_(std::move(path)) {
   if (!active || steps.empty()) return;
   first_ = steps.front(), last_ = steps.back();
-  profiler::prepareProfiler(ProfilerConfig(ProfilerState::KINETO), activities(device_));
 }
 
 StepProfile::~StepProfile() {
@@ -65,6 +64,11 @@ StepProfile::~StepProfile() {
 void StepProfile::before_step(int64_t step) {
   if (step != first_ || running_) return;
   compat::cuda_synchronize(device_);  // the steps before stay out
+  // Prepared here, not at the run's start: preparing turns CUPTI's kernel tracing on, which
+  // would slow every step before the window (the ones a throughput measurement times) and
+  // fill Kineto's bounded trace buffers before the window is reached. The kernels' times
+  // are the GPU's own timestamps, so the missing warm-up step does not bias them.
+  profiler::prepareProfiler(ProfilerConfig(ProfilerState::KINETO), activities(device_));
   profiler::enableProfiler(ProfilerConfig(ProfilerState::KINETO), activities(device_));
   running_ = true;
 }
