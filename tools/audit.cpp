@@ -22,6 +22,7 @@
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/command_line.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
     bool keep_going = false;
     std::vector<std::string> inputs;
     AuditOptions ao;
-    app.add_option("inputs", inputs, "models CSV (columns in docs/formats.md), Hugging Face config.json, a train summary.json, or a directory with either");
+    app.add_option("inputs", inputs, "models CSV (columns in docs/formats.md), Hugging Face config.json, a train summary.json, or a directory "
+                 "(its config.json and summary.json files and the Hugging Face configs below it)");
     app.add_option("--format", format, "markdown (default), csv or json")->capture_default_str();
     app.add_option("-o,--output", output, "write the report to this file (atomically; '-': stdout, the default)");
     app.add_flag("--keep-going", keep_going, "skip bad rows/files (each reported on stderr, exit 1) and print the rest");
@@ -103,11 +105,7 @@ int main(int argc, char** argv) {
     auto* laws = app.add_subcommand("laws", "D_crit under the paper's three forms, side by side");
     laws->add_option("--width", widths, "extra widths to list");
 
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (const int rc = parse_command_line(app, argc, argv, "audit"); rc >= 0) return rc;
     checked_format(format);
     co.keep_going = keep_going;
     co.paper_claims = !no_claims;

@@ -20,6 +20,7 @@
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/command_line.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -36,17 +37,6 @@ nlohmann::json read_json_file(const std::string& path) {
   }
 }
 
-int parse_or_exit(CLI::App& app, int argc, char** argv, const char* name) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "fit-law %s: error: %s (see --help)\n", name, e.what());
-    return 2;
-  }
-  return -1;
-}
 
 // fit-law study: the default study's statistics, verdicts and headline (lib/study/).
 int study_main(int argc, char** argv) {
@@ -62,7 +52,7 @@ int study_main(int argc, char** argv) {
   app.add_option("--controls", controls_path, "the controls' study.json (fit-law controls), for the headline");
   app.add_option("--curves", curves_path, "write the selected law's and the best law with D_crit's curves here (CSV)");
   app.add_option("--out,-o", out_path, "write study.json here ('-': stdout, instead of the headline)");
-  if (int rc = parse_or_exit(app, argc, argv, "study"); rc >= 0) return rc;
+  if (int rc = parse_command_line(app, argc, argv, "fit-law study"); rc >= 0) return rc;
   const nlohmann::json fit = read_json_file(fit_path);
   nlohmann::json controls = controls_path.empty() ? nlohmann::json(nullptr) : read_json_file(controls_path);
   study::StudyAnalysis a = study::analyze_study(fit, fit_path, summaries, controls);
@@ -96,7 +86,7 @@ int controls_main(int argc, char** argv) {
   app.add_option("--seed-sd-from", spread_from,
                  "a study.json whose pooled seed SD judges the excesses when the controls have no seeds of their own");
   app.add_option("--out,-o", out_path, "write the controls' study.json here ('-': stdout)");
-  if (int rc = parse_or_exit(app, argc, argv, "controls"); rc >= 0) return rc;
+  if (int rc = parse_command_line(app, argc, argv, "fit-law controls"); rc >= 0) return rc;
   std::map<std::string, nlohmann::json> fits;
   for (const auto& spec : fit_specs) {
     auto eq = spec.find('=');
@@ -202,14 +192,7 @@ int main(int argc, char** argv) {
     app.add_flag("--allow-mixed-tokenizers", mixed_tokenizers,
                  "fit rows from different tokenizers together (refused by default: their losses per token "
                  "are different quantities); warns instead");
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::Success& e) {  // --help, --version
-      return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-      std::fprintf(stderr, "fit-law: error: %s (see --help)\n", e.what());
-      return 2;
-    }
+    if (const int rc = parse_command_line(app, argc, argv, "fit-law"); rc >= 0) return rc;
     if (list_models) {
       for (const auto& m : fit::model_catalog()) {
         auto model = fit::make_model(m.name, {});

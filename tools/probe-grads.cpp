@@ -18,6 +18,7 @@
 #include "util/cpu_runtime.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/command_line.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -131,15 +132,7 @@ int main(int argc, char** argv) {
     summarize->add_option("--step", so.step, "keep only fits of this step");
     summarize->add_flag("--only-valid", so.only_valid, "drop runs without a finite positive tau (still warned about)");
 
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-      if (e.get_exit_code() == 0) return app.exit(e);
-      std::fprintf(stderr, "probe-grads: error: %s (see --help)\n", e.what());
-      return 2;
-    }
+    if (const int rc = parse_command_line(app, argc, argv, "probe-grads"); rc >= 0) return rc;
 
     if (measure->parsed()) {
       if (is_stdout(measure_out))

@@ -12,6 +12,7 @@
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/command_line.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingPath);
   cat_cmd->add_option("-o,--output", cat_output, "output file ('-' = stdout, the default)")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse_command_line(app, argc, argv, "shard"); rc >= 0) return rc;
   return tool_main("shard", [&] {
     if (*write_cmd) {
       auto manifest = shards_from_stream(input, out_dir, options, tokenizer_model, quiet, test_input);

@@ -13,6 +13,7 @@
 #include "util/build_info.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/command_line.h"
 #include "util/tool_main.h"
 
 using namespace shapelaw;
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
   text_cmd->add_option("--set-name", text_set_name, "meta.redpajama_set_name of every document")->required();
   text_cmd->add_option("-o,--out", text_out, "output corpus directory")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse_command_line(app, argc, argv, "tokenize"); rc >= 0) return rc;
   return tool_main("tokenize", [&] {
     if (*train_cmd) {
       refuse_binary_on_terminal(model_path, "pipe it into a file or use -o FILE");

@@ -33,6 +33,7 @@
 #include "util/cpu_runtime.h"
 #include "util/error.h"
 #include "util/output.h"
+#include "util/command_line.h"
 #include "util/tool_main.h"
 
 namespace {
@@ -188,11 +189,7 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   shapes->footer("Other shape options (--head-dim, --vocab-size, --mlp, --norm, --tie-embeddings, --bias) are "
                  "train's, given before `shapes`: e.g. train --head-dim 16 --vocab-size 2048 shapes --params 196608 "
                  "--depths 1,2,4,8,16");
-  try {
-    app.parse(argc, argv.data());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (const int rc = shapelaw::parse_command_line(app, argc, argv.data(), "train"); rc >= 0) return rc;
   if (options_json) {
     std::cout << shapelaw::options_table_json().dump(1) << "\n";
     return 0;
@@ -273,11 +270,7 @@ int eval_main(int argc, char** argv) {
   app.add_option("-o,--output", output, "JSON record ('-' = stdout, the default)")->capture_default_str();
   app.add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU intra-op threads (0: all cores)")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (const int rc = shapelaw::parse_command_line(app, argc, argv, "train eval"); rc >= 0) return rc;
   const nlohmann::json record = shapelaw::evaluate_run(o);
   shapelaw::Output out(output);
   out.write(record.dump(2) + "\n");

@@ -128,8 +128,18 @@ std::vector<ModelEntry> load_models_csv(const std::string& path, bool keep_going
 std::vector<ModelEntry> load_models(const std::vector<std::string>& inputs, bool keep_going,
                                     std::vector<std::string>* errors) {
   namespace fs = std::filesystem;
-  // A directory is walked: its own config.json or summary.json, else every one below it
-  // (sorted, so the order of the report does not depend on the file system).
+  // A directory is walked: its own config.json or summary.json, else every one below it,
+  // and every other *.json below it that is a Hugging Face config (a top-level model_type:
+  // examples/hf-configs/ names each by its model) but no run's other records (fit.json,
+  // state.json, ...). Sorted, so the order of the report does not depend on the file system.
+  auto is_hf_config = [](const fs::path& path) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(read_file(path.string()));
+      return j.is_object() && j.contains("model_type") && !is_run_summary(j);
+    } catch (const std::exception&) {
+      return false;  // not JSON, unreadable: not a config (a named one is still read and reported)
+    }
+  };
   std::vector<std::string> expanded;
   for (const auto& input : inputs) {
     fs::path dir(input);
@@ -139,11 +149,18 @@ std::vector<ModelEntry> load_models(const std::vector<std::string>& inputs, bool
     }
     std::vector<std::string> found;
     for (auto& e : fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied)) {
+      if (!e.is_regular_file()) continue;
       const std::string name = e.path().filename().string();
-      if (e.is_regular_file() && (name == "config.json" || name == "summary.json")) found.push_back(e.path().string());
+      if (name == "config.json" || name == "summary.json" || (lower(e.path().extension().string()) == ".json" && is_hf_config(e.path())))
+        found.push_back(e.path().string());
     }
     std::sort(found.begin(), found.end());
-    if (found.empty()) found.push_back(input);  // reported below as "no such file …/config.json"
+    if (found.empty()) {
+      const std::string why = located(input, 0, "no config.json, summary.json or Hugging Face config (a .json with a "
+                                                "model_type) in the directory or below it");
+      if (!keep_going) throw Error(why);
+      if (errors) errors->push_back(why);
+    }
     expanded.insert(expanded.end(), found.begin(), found.end());
   }
   std::vector<ModelEntry> all;

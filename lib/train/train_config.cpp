@@ -69,6 +69,9 @@ void TrainConfig::validate() const {
   if (tokens_per_param < 0) fail("--tokens-per-param must be >= 0");
   if (tokens_per_param > 0 && (steps > 0 || tokens > 0))
     fail("--tokens-per-param sets the run length: give it, --steps or --tokens, not two of them");
+  if (steps > 0 && tokens > 0)
+    fail("--steps and --tokens both set the run length (" + std::to_string(steps) + " steps, " +
+         std::to_string(tokens) + " tokens): give one of them");
   if (tokens_per_param_count != "total" && tokens_per_param_count != "non-embedding" && tokens_per_param_count != "12DW2")
     fail("--tokens-per-param-count must be total, non-embedding or 12DW2 (got '" + tokens_per_param_count + "')");
   // (the budget's length is known once the data gave the vocabulary: the trainer checks it then)

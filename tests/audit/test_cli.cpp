@@ -255,6 +255,25 @@ TEST_CASE("audit DIR walks the directory for config.json and summary.json, and a
   CHECK(empty.exit_code == 1);
   CHECK(empty.output.find("nothing-here") != std::string::npos);
 
+  // configs named by their model (examples/hf-configs/) are found too; a run's other JSON
+  // records are not configs and are left alone. Until session 18 the examples gave 1 row of 9.
+  auto samples = run(audit() + " " + source("examples/hf-configs") + " --format json");
+  INFO(samples.output);
+  REQUIRE(samples.exit_code == 0);
+  CHECK(nlohmann::json::parse(samples.output)["tables"][0]["rows"].size() == 9);
+  write_file_atomic(dir.path() + "/zoo/a-gpt2/fit.json", R"({"format": "shapelaw.fit", "models": []})");
+  write_file_atomic(dir.path() + "/zoo/mistral-7b.json", R"({"model_type": "mistral", "num_hidden_layers": 32,
+    "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "vocab_size": 32000})");
+  auto mixed = run(audit() + " " + dir.path() + "/zoo --format json");
+  INFO(mixed.output);
+  REQUIRE(mixed.exit_code == 0);
+  CHECK(nlohmann::json::parse(mixed.output)["tables"][0]["rows"].size() == 3);
+  fs::create_directories(dir.path() + "/bare/sub");
+  auto bare = run(audit() + " " + dir.path() + "/bare");
+  CHECK(bare.exit_code == 1);
+  CHECK_THAT(bare.output, Catch::Contains("audit: error: " + dir.path() + "/bare: no config.json, summary.json or "
+                                          "Hugging Face config"));
+
   nlohmann::json config = nlohmann::json::parse(read_file(source("examples/hf-configs/llama-3-70b.json")));
   config["model_type"] = "brand_new";
   write_file_atomic(dir.path() + "/new.json", config.dump());

@@ -646,3 +646,28 @@ TEST_CASE("every script's usage is its whole header comment, its first line to i
     CHECK(r.output.find("set -euo") == std::string::npos);
   }
 }
+
+TEST_CASE("every tool: a usage error is one line `tool: error: ... (see --help)` and exit status 2") {
+  // Until session 18 tokenize, shard and train printed CLI11's two lines and exited 104-109
+  const std::vector<std::pair<std::string, std::string>> asks = {
+      {"tokenize --bogus", "tokenize"},           {"tokenize encode x.jsonl", "tokenize"},
+      {"shard write", "shard"},                   {"shard cat --format nonsense", "shard"},
+      {"train --steps abc", "train"},             {"train --bogus", "train"},
+      {"train eval", "train eval"},               {"probe-grads measure", "probe-grads"},
+      {"fit-law --bogus", "fit-law"},             {"fit-law study --bogus x", "fit-law study"},
+      {"fit-law controls --bogus x", "fit-law controls"}, {"audit --bogus", "audit"}};
+  for (const auto& [ask, name] : asks) {
+    const std::string tool = ask.substr(0, ask.find(' '));
+    auto r = run(test::bin(tool) + ask.substr(tool.size()) + " 2>&1 </dev/null");
+    INFO(ask << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::StartsWith(name + ": error: ") && Catch::EndsWith(" (see --help)\n"));
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  }
+  for (const std::string tool : {"tokenize", "shard", "train", "probe-grads", "fit-law", "audit"}) {
+    auto help = run(test::bin(tool) + " --help 2>&1");
+    INFO(tool << "\n" << help.output);
+    CHECK(help.exit_code == 0);
+    CHECK_THAT(help.output, Catch::Contains("--help"));
+  }
+}

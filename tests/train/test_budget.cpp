@@ -70,6 +70,11 @@ TEST_CASE("budget: recorded in the config JSON (stamp, summary, resume check); b
   TrainConfig both = c;
   both.tokens = 1000;
   CHECK_THROWS_WITH(both.validate(), Catch::Contains("--tokens-per-param sets the run length"));
+  TrainConfig steps_and_tokens = c;  // the two older lengths together were not refused: --tokens was ignored
+  steps_and_tokens.tokens_per_param = 0;
+  steps_and_tokens.steps = 3;
+  steps_and_tokens.tokens = 50000;
+  CHECK_THROWS_WITH(steps_and_tokens.validate(), Catch::Contains("--steps and --tokens both set the run length"));
   TrainConfig bad = c;
   bad.tokens_per_param_count = "embedding";
   CHECK_THROWS_WITH(bad.validate(), Catch::Contains("--tokens-per-param-count must be total, non-embedding or 12DW2"));
