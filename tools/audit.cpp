@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     app.add_option("--redesign-n", n_source,
                    "N kept equal by the redesign: paper (12·D·W², default) or counted (non-embedding, active for MoE)")
         ->check(CLI::IsMember({"paper", "counted"}));
-    app.add_option("--multiple", ao.multiple, "redesign width multiple")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--multiple", ao.multiple, "redesign width multiple")->capture_default_str()->check(positive_number());
     app.add_option("--tolerance", ao.tolerance, "stated vs counted parameters: relative tolerance")->capture_default_str();
     app.add_flag("--allow-degenerate-law", ao.allow_degenerate,
                  "with a fit record whose capacity term is non-positive (A <= 0): compute ΔL anyway (refused by default)");

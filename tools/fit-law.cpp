@@ -143,22 +143,22 @@ int main(int argc, char** argv) {
     app.add_flag("--tau", o.tau, "input is a probe-grads tau table (fits tau-power and tau-log against width)");
     app.add_flag("--list-models", list_models, "list the laws and exit");
     app.add_option("--loss", loss, "objective: huber or ls (least squares)")->capture_default_str()->check(CLI::IsMember({"huber", "ls"}));
-    app.add_option("--huber-delta", delta, "Huber delta (residual units of --space)")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--huber-delta", delta, "Huber delta (residual units of --space)")->capture_default_str()->check(positive_number());
     app.add_option("--space", space, "residuals in log space (ln f - ln y) or loss space (f - y)")->capture_default_str()
         ->check(CLI::IsMember({"log", "loss"}));
     app.add_option("--phi", phi, "depth penalty: absolute = gamma*max(0,D-Dcrit)/W^mu (§3.4, default); "
                                  "relative = .../(W^mu*Dcrit) (appendix A.2)")->capture_default_str()
         ->check(CLI::IsMember({"absolute", "relative"}));
-    app.add_option("--bootstrap,-B", o.bootstrap, "bootstrap resamples (0: none)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--bootstrap,-B", o.bootstrap, "bootstrap resamples (0: none)")->capture_default_str()->check(non_negative_number());
     app.add_option("--seed", o.seed, "bootstrap seed")->capture_default_str();
-    app.add_option("--threads,-j", threads, "worker threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--threads,-j", threads, "worker threads (0: all cores)")->capture_default_str()->check(non_negative_number());
     app.add_option("--holdout", o.holdout, "fraction of rows with the largest N held out by the extrapolation check (0: off)")->capture_default_str()
         ->check(CLI::Range(0.0, 0.9));
     app.add_flag("--no-loo", no_loo, "skip leave-one-out cross-validation");
     app.add_option("--loo-max-groups", o.loo_max_groups,
                    "above this many groups (rows, without --group), leave-one-out refits a seeded random sample of "
                    "this many, each exactly, and says so (0: every group; the cost is groups x rows)")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()->check(non_negative_number());
     bool no_profile = false;
     app.add_flag("--no-profile", no_profile, "skip profile-likelihood CIs of the nonlinear parameters");
     app.add_option("--n", o.n_source, "parameter count N: auto (a column mapped with --col params_nonembedding= or "
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     app.add_option("--dcrit-widths", o.dcrit_widths, "widths at which D_crit is reported with CIs")->capture_default_str()->delimiter(',');
     app.add_option("--compute-range", compute_range, "C_MIN:C_MAX for the compute-optimal search (FLOPs)")->capture_default_str();
     app.add_option("--optimal-draws", o.optimal_draws, "bootstrap draws carried through the compute-optimal search")->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative_number());
     std::vector<std::string> fix_specs;
     app.add_option("--fix", fix_specs, "hold a parameter at a value in every law that has it, NAME=VALUE "
                                        "(e.g. --fix kappa=2.43 to test a published value); a law with every parameter held is "
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     app.add_option("--grid", grid_specs, "multi-start values of a nonlinear parameter, NAME=V1:V2:... "
                                          "(e.g. --grid kappa=1:2:3:4; default grids: docs/formats.md)");
     app.add_option("--select", o.select, "model selection criterion")->capture_default_str()->check(CLI::IsMember({"aicc", "aic", "bic", "loo"}));
-    app.add_option("--max-iterations", o.fit.lm.max_iterations, "LM iteration limit per start")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--max-iterations", o.fit.lm.max_iterations, "LM iteration limit per start")->capture_default_str()->check(positive_number());
     app.add_option("--best-of", best_of,
                    "per configuration (the binding config less KEY and seed), keep only the runs of the KEY value "
                    "with the lowest mean loss over its seeds, e.g. --best-of lr for a learning-rate sweep; "

@@ -85,9 +85,9 @@ int main(int argc, char** argv) {
     measure->add_option("--tokenizer-model", mo.tokenizer_model, "tokenizer (sentencepiece model or GPT-2 directory) to check against the manifest");
     measure->add_option("--split", mo.split, "split the batches come from")->capture_default_str();
     measure->add_option("--batches,-K", mo.batches, "K: batches averaged over")->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     measure->add_option("--batch-size,-B", mo.batch_size, "sequences per batch")->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     measure->add_option("--micro-batch", mo.micro_batch, "sequences per forward/backward (0: whole batch)")
         ->capture_default_str();
     measure->add_option("--seed", mo.seed, "seed of the window order")->capture_default_str();
@@ -111,9 +111,9 @@ int main(int argc, char** argv) {
     fit->add_option("--component", component, "block | attn | mlp | norm")
         ->check(CLI::IsMember({"block", "attn", "mlp", "norm"}))->capture_default_str();
     fit->add_option("--exclude-first", fo.exclude_first, "leave the first N layers out of the fit")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()->check(non_negative_number());
     fit->add_option("--exclude-last", fo.exclude_last, "leave the last N layers out of the fit")
-        ->capture_default_str()->check(CLI::NonNegativeNumber);
+        ->capture_default_str()->check(non_negative_number());
     fit->add_flag("--unweighted", unweighted, "equal weights (default: 1/var of ln norm from the batch spread)");
     fit->add_flag("--through-origin", fo.through_origin, "fix the intercept at 0 (ratio 1 at the last layer)");
     fit->add_option("--min-r2", fo.min_r2, "flag fits below this R^2 as poor_fit")->capture_default_str();

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   bool quiet = false;
   auto* write_cmd = app.add_subcommand("write", "read a token stream (from `tokenize encode`) and write shards + manifest.json");
   write_cmd->add_option("input", input, "token stream file ('-' = stdin, the default)")->capture_default_str();
-  write_cmd->add_option("-o,--out", out_dir, "output shard directory")->required();
+  write_cmd->add_option("-o,--out", out_dir, "output shard directory")->required()->check(directory_output());
   write_cmd->add_option("--shard-tokens", options.shard_tokens, "target tokens per shard file")->capture_default_str();
   write_cmd->add_option("--frame-tokens", options.frame_tokens, "tokens per independent zstd frame (random-access unit)")->capture_default_str();
   write_cmd->add_option("--zstd-level", options.zstd_level, "zstd compression level")->capture_default_str();

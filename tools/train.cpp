@@ -255,7 +255,8 @@ int print_plan(const std::vector<std::string>& args, const shapelaw::TrainConfig
 
 // `train eval RUN ...`: its own flags, JSON on stdout or -o FILE.
 int eval_main(int argc, char** argv) {
-  CLI::App app{"train eval: a checkpoint of a run evaluated on any split of any shard set with the run's tokenizer"};
+  CLI::App app{"train eval: a checkpoint of a run evaluated on any split of any shard set with the run's tokenizer",
+               "train eval"};
   shapelaw::RunEvalOptions o;
   std::string output = "-";
   app.add_option("run", o.run, "run directory (train --out), its checkpoints/, or one step_N directory")->required();
@@ -362,8 +363,10 @@ int main(int argc, char** argv) {
                    (unsigned long long)synthetic_tokens, (long long)vocab, synthetic_dir.c_str());
       return 0;
     }
-    if (config.data.empty() || config.out.empty()) {
-      std::fprintf(stderr, "train: error: --data and --out are required\nRun with --help for more information.\n");
+    if (config.data.empty() || config.out.empty() || config.out == "-") {
+      std::fprintf(stderr, "train: error: %s (see --help)\n",
+                   config.out == "-" ? "--out: '-' is stdout, but a run's output is a directory: give its path"
+                                     : "--data and --out are required");
       return 2;
     }
     return shapelaw::run_training(config);

@@ -142,7 +142,7 @@ GradProfile measure_gradients(const MeasureOptions& o) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   if (o.batches < 1 || o.batch_size < 1) throw Error("--batches and --batch-size must be >= 1");
-  const RunCheckpoint run = open_run_checkpoint(o.run, o.step);
+  const RunCheckpoint run = open_run_checkpoint(o.run, o.step, "probe-grads");
   const CheckpointRef& ref = run.ref;
   const TrainConfig& cfg = run.config;
   const records::RunSummary& summary = run.summary;

@@ -19,7 +19,7 @@ std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0
 
 }  // namespace
 
-CheckpointRef locate_checkpoint(const std::string& run, long long step) {
+CheckpointRef locate_checkpoint(const std::string& run, long long step, const std::string& tool) {
   if (!fs::exists(run)) throw Error(located(run, 0, "no such run directory"));
   fs::path p = fs::path(run).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();
@@ -57,8 +57,8 @@ CheckpointRef locate_checkpoint(const std::string& run, long long step) {
           ref.step = it->first;
           ref.dir = it->second;
         } else {
-          std::fprintf(stderr, "warning: checkpoint %s is damaged (%s); falling back to the previous complete one\n",
-                       it->second.c_str(), why.c_str());
+          std::fprintf(stderr, "%s: warning: checkpoint %s is damaged (%s); falling back to the previous complete one\n",
+                       tool.c_str(), it->second.c_str(), why.c_str());
         }
       }
       if (ref.dir.empty()) throw Error(located(ckpt_dir, 0, "every complete checkpoint is damaged (see the warnings)"));
@@ -83,9 +83,9 @@ CheckpointRef locate_checkpoint(const std::string& run, long long step) {
   return ref;
 }
 
-RunCheckpoint open_run_checkpoint(const std::string& run, long long step) {
+RunCheckpoint open_run_checkpoint(const std::string& run, long long step, const std::string& tool) {
   RunCheckpoint r;
-  r.ref = locate_checkpoint(run, step);
+  r.ref = locate_checkpoint(run, step, tool);
   const std::string state_path = r.ref.dir + "/state.json";
   try {
     r.config = train_config_from_json(r.ref.state["config"]);

@@ -22,14 +22,16 @@ struct CheckpointRef {
 
 // run: a run directory (with checkpoints/), its checkpoints/, or one step_N directory;
 // step -1 = the newest complete checkpoint. Error when absent (listing the steps there).
-CheckpointRef locate_checkpoint(const std::string& run, long long step);
+// A damaged newer checkpoint is skipped with "TOOL: warning: ..." on stderr (tool: the
+// reader's name, as every tool prefixes its lines).
+CheckpointRef locate_checkpoint(const std::string& run, long long step, const std::string& tool);
 
 struct RunCheckpoint {
   CheckpointRef ref;
   TrainConfig config;      // from state.json, model validated
   records::RunSummary summary;  // the run's summary.json; empty when it has none (not finished)
 };
-RunCheckpoint open_run_checkpoint(const std::string& run, long long step);
+RunCheckpoint open_run_checkpoint(const std::string& run, long long step, const std::string& tool);
 
 // data ("" = the run's --data) opened and checked against the run's tokenizer (and
 // tokenizer_model against the manifest, when given); Error naming the data otherwise.

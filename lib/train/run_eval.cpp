@@ -41,7 +41,7 @@ torch::Tensor token_losses(TransformerImpl& model, const torch::Tensor& windows,
 }  // namespace
 
 json evaluate_run(const RunEvalOptions& o) {
-  const RunCheckpoint run = open_run_checkpoint(o.run, o.step);
+  const RunCheckpoint run = open_run_checkpoint(o.run, o.step, "train eval");
   const TrainConfig& cfg = run.config;
   const TokenDataset dataset = open_run_data(run, o.data, o.tokenizer_model);
   const std::string manifest = dataset.directory() + "/manifest.json";

@@ -655,7 +655,12 @@ TEST_CASE("every tool: a usage error is one line `tool: error: ... (see --help)`
       {"train --steps abc", "train"},             {"train --bogus", "train"},
       {"train eval", "train eval"},               {"probe-grads measure", "probe-grads"},
       {"fit-law --bogus", "fit-law"},             {"fit-law study --bogus x", "fit-law study"},
-      {"fit-law controls --bogus x", "fit-law controls"}, {"audit --bogus", "audit"}};
+      {"fit-law controls --bogus x", "fit-law controls"}, {"audit --bogus", "audit"},
+      // '-' for an output that is a directory: until session 18 a directory named "-"
+      {"shard write -o -", "shard"},              {"tokenize import-brown /tmp -o -", "tokenize"},
+      {"train --data x --out -", "train"},        {"train --steps 1", "train"},
+      // a bound says its number (until session 18: "0.000000 to 17976931348623157081..." in 309 digits)
+      {"fit-law -B -1 x.csv", "fit-law"},         {"probe-grads fit --bogus", "probe-grads"}};
   for (const auto& [ask, name] : asks) {
     const std::string tool = ask.substr(0, ask.find(' '));
     auto r = run(test::bin(tool) + ask.substr(tool.size()) + " 2>&1 </dev/null");
@@ -663,7 +668,10 @@ TEST_CASE("every tool: a usage error is one line `tool: error: ... (see --help)`
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.output, Catch::StartsWith(name + ": error: ") && Catch::EndsWith(" (see --help)\n"));
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.find("179769313486") == std::string::npos);
   }
+  CHECK_THAT(run(test::bin("fit-law") + " -B -1 x.csv 2>&1").output, Catch::Contains("--bootstrap: must be >= 0 (got -1)"));
+  CHECK_THAT(run(test::bin("train") + " eval --help").output, Catch::Contains("Usage: train eval"));
   for (const std::string tool : {"tokenize", "shard", "train", "probe-grads", "fit-law", "audit"}) {
     auto help = run(test::bin(tool) + " --help 2>&1");
     INFO(tool << "\n" << help.output);

@@ -249,6 +249,13 @@ TEST_CASE("shard cat: '-' and a file give the same bytes, and ranges, raw ids an
   REQUIRE(run(bin("shard") + " cat " + shards + " -o " + d + "file").exit_code == 0);
   REQUIRE(run(bin("shard") + " cat " + shards + " -o - > " + d + "stdout").exit_code == 0);
   CHECK(test::read_text(d + "file") == test::read_text(d + "stdout"));
+  // cat | write copies a split, as docs/formats.md says: with --validation-fraction 0 the
+  // validation split's documents, in order, become the copy's train split
+  REQUIRE(run(bin("shard") + " cat --split validation " + shards + " | " + bin("shard") +
+              " write -q --validation-fraction 0 -o " + d + "copy").exit_code == 0);
+  CHECK(TokenDataset::open(d + "copy").split("train").read(0, dataset.split("validation").num_tokens()) ==
+        dataset.split("validation").read(0, dataset.split("validation").num_tokens()));
+  CHECK(TokenDataset::open(d + "copy").split("train").num_tokens() == dataset.split("validation").num_tokens());
 
   // raw16 is the split's tokens exactly (EOS after each document).
   REQUIRE(run(bin("shard") + " cat --format raw16 " + shards + " > " + d + "raw16").exit_code == 0);

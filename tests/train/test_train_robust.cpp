@@ -173,7 +173,13 @@ TEST_CASE("train: checkpoint files are checksummed, a damaged newest one falls b
   auto eval_newest = run(bin("train") + " eval " + out + " --split validation");
   INFO(eval_newest.output);
   CHECK(eval_newest.exit_code == 0);
-  CHECK(eval_newest.output.find("warning: checkpoint " + out + kCheckpoint8 + " is damaged") != std::string::npos);
+  // prefixed with the tool's name like every line a tool prints (until session 18 it was bare)
+  CHECK(eval_newest.output.find("train eval: warning: checkpoint " + out + kCheckpoint8 + " is damaged") !=
+        std::string::npos);
+  auto probe_newest = run(bin("probe-grads") + " measure " + out + " --out " + out + "-probe -K 1 -B 2 --threads 1");
+  INFO(probe_newest.output);
+  CHECK(probe_newest.output.find("probe-grads: warning: checkpoint " + out + kCheckpoint8 + " is damaged") !=
+        std::string::npos);
   CHECK(eval_newest.output.find("model.pt: SHA-256 ") != std::string::npos);
   CHECK(eval_newest.output.find("\"step\": 4") != std::string::npos);
   auto eval_named = run(bin("train") + " eval " + out + " --step 8 --split validation");
