@@ -20,7 +20,8 @@
 #   6. probe steps: ZeRO-2's per-layer gradient norms against the plain run's; probe-grads
 #      measure on the GPU against the CPU; `train eval` on the GPU against summary.json's
 #      validation loss of the same precision
-#   7. the memory plan against the allocator's allocated and reserved peaks
+#   7. the memory plan against the allocator's allocated and reserved peaks, and
+#      validation's own peak against the plan's
 #   8. bf16 tokens/s and MFU (of the specification's peak where known, beside the measured
 #      matmul peak) of train beside bench/train_reference.py at GPT-2 small (124M) and the
 #      paper's 1B row (48x2048), 4 and 8 micro-batches a step (the optimizer's share near a

@@ -141,12 +141,31 @@ torch::Tensor head_cross_entropy_chunked(const torch::Tensor& h, const torch::Te
   return ChunkedHeadCrossEntropy::apply(h, weight, targets, vocab, chunk_rows);
 }
 
+torch::Tensor head_cross_entropy_eval_chunked(const torch::Tensor& h, const torch::Tensor& weight,
+                                              const torch::Tensor& targets, int64_t vocab, int64_t chunk_rows) {
+  if (vocab <= 0) vocab = weight.size(0);
+  if (chunk_rows <= 0) chunk_rows = head_chunk_rows(vocab);
+  const int64_t n = h.size(0);
+  torch::Tensor sum = torch::zeros({}, h.options().dtype(torch::kFloat32));
+  for (int64_t first = 0; first < n; first += chunk_rows) {
+    const int64_t rows = std::min(chunk_rows, n - first);
+    torch::Tensor logits = torch::matmul(h.narrow(0, first, rows), weight.t());
+    if (vocab < logits.size(-1)) logits = logits.narrow(-1, 0, vocab);
+    const torch::Tensor logp = torch::log_softmax(logits.to(torch::kFloat32), -1);
+    sum -= logp.gather(1, targets.narrow(0, first, rows).unsqueeze(1)).sum();
+  }
+  return sum / double(n);
+}
+
 torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& targets,
                                  bool small_width, int64_t vocab) {
   if (vocab > 0 && vocab < weight.size(0) && h.device().is_cpu())
     return head_cross_entropy(h, weight.narrow(0, 0, vocab), targets, small_width);
   const bool wants_grad = torch::GradMode::is_enabled() && (h.requires_grad() || weight.requires_grad());
-  if (!h.device().is_cpu() && wants_grad) return head_cross_entropy_chunked(h, weight, targets, vocab);
+  if (!h.device().is_cpu()) {
+    return wants_grad ? head_cross_entropy_chunked(h, weight, targets, vocab)
+                      : head_cross_entropy_eval_chunked(h, weight, targets, vocab);
+  }
   const bool fusable = wants_grad && h.device().is_cpu() && h.scalar_type() == torch::kFloat32 &&
                        weight.scalar_type() == torch::kFloat32 && !compat::cpu_autocast_enabled();
   if (!fusable) return head_cross_entropy_unfused(h, weight, targets, vocab);

@@ -13,8 +13,8 @@
 namespace shapelaw {
 
 // h [N, W], head weight [V, W], targets [N] (int64) -> scalar mean loss (fp32).
-// Fused on CPU in fp32 when a gradient is wanted, chunked off the CPU (below); the plain
-// composition otherwise (CPU autocast, no-grad evaluation). All give the same loss and
+// Fused on CPU in fp32 when a gradient is wanted, chunked off the CPU (below, with a
+// gradient or without); the plain composition otherwise (CPU autocast, CPU evaluation). All give the same loss and
 // gradients up to rounding.
 // small_width: where the width is one kernels/softmax_rows.h's head_rows keeps in registers
 // (16 or 32, whatever the instruction set), the whole head in one pass over the rows
@@ -34,6 +34,15 @@ torch::Tensor head_cross_entropy(const torch::Tensor& h, const torch::Tensor& we
 // plain composition.
 torch::Tensor head_cross_entropy_chunked(const torch::Tensor& h, const torch::Tensor& weight,
                                          const torch::Tensor& targets, int64_t vocab = 0, int64_t chunk_rows = 0);
+
+// Off the CPU, without a gradient (evaluation): the loss chunk by chunk, each chunk's
+// logits, their fp32 copy and log-probabilities freed before the next, so evaluating
+// holds rows x V of them instead of N x V (at micro-batch 16 and GPT-2's vocabulary,
+// 8 GB of a GPU). The rows' losses are the plain composition's; their sum is taken per
+// chunk. Any device; tested on the CPU against the plain composition.
+torch::Tensor head_cross_entropy_eval_chunked(const torch::Tensor& h, const torch::Tensor& weight,
+                                              const torch::Tensor& targets, int64_t vocab = 0,
+                                              int64_t chunk_rows = 0);
 
 // The plain composition, always: the reference the fused path is tested against.
 torch::Tensor head_cross_entropy_unfused(const torch::Tensor& h, const torch::Tensor& weight,

@@ -86,6 +86,16 @@ ActivationBytes activation_bytes(const PlanOptions& o, int64_t micro_batch) {
     const ParamCounts p = count_parameters(m);
     r.weight_copies = 2 * (p.non_embedding + m.padded_vocab() * W);
   }
+  // evaluation's head: the logits in the compute dtype, their fp32 copy (none when they
+  // are fp32 already) and the fp32 log-probabilities, over every row on the CPU
+  const int64_t eval_rows = o.cuda ? std::min(n, head_chunk_rows(m.vocab_size)) : n;
+  const int64_t eval_head = eval_rows * V * (c + (c == kFp32 ? 0 : kFp32) + kFp32);
+  r.evaluation = r.weight_copies + kFp32 * unit + std::max(r.per_layer, eval_head);
+  if (o.bf16) {  // a bf16 run also reports its validation loss evaluated in fp32 (train/trainer.cpp)
+    PlanOptions fp32 = o;
+    fp32.bf16 = false;
+    r.evaluation = std::max(r.evaluation, activation_bytes(fp32, micro_batch).evaluation);
+  }
   r.without_recompute = L * r.per_layer + r.outside_blocks + r.weight_copies + std::max(r.head, r.layer_backward);
   r.with_recompute = L * r.layer_input + r.outside_blocks + r.weight_copies +
                      std::max(r.head, r.per_layer + r.layer_backward);
@@ -133,14 +143,16 @@ Plan make_plan(const PlanOptions& o) {
     return peak + (o.cuda ? int64_t(std::ceil(double(peak) * o.reserve_fraction)) : 0) + p.runtime;
   };
   p.peak = state + p.activations_used;
-  p.required = required(p.peak);
-  p.reserve = p.required - p.peak - p.runtime;
+  p.evaluation_peak = state + p.activations.evaluation;
+  p.required = required(std::max(p.peak, p.evaluation_peak));
+  p.reserve = p.required - std::max(p.peak, p.evaluation_peak) - p.runtime;
   p.margin = int64_t(o.gpu_memory) - p.required;
   p.fits = double(p.required) <= o.gpu_memory;
   p.host = std::max(p.weights, o.zero >= 1 ? p.moments : 0);
   for (int64_t m = p.sequences_per_rank; m >= 1; --m) {
     if (p.sequences_per_rank % m != 0) continue;
-    if (double(required(state + used(activation_bytes(o, m)))) <= o.gpu_memory) {
+    const ActivationBytes a = activation_bytes(o, m);
+    if (double(required(state + std::max(used(a), a.evaluation))) <= o.gpu_memory) {
       p.max_micro_batch = m;
       break;
     }
@@ -189,8 +201,9 @@ nlohmann::json to_json(const Plan& p) {
              {{"per_layer", a.per_layer}, {"layer_input", a.layer_input}, {"layer_backward", a.layer_backward},
               {"outside_blocks", a.outside_blocks}, {"head", a.head}, {"weight_copies", a.weight_copies},
               {"without_recompute", a.without_recompute}, {"with_recompute", a.with_recompute},
-              {"used", p.activations_used}}},
+              {"used", p.activations_used}, {"evaluation", a.evaluation}}},
             {"peak", p.peak},
+            {"evaluation_peak", p.evaluation_peak},
             {"allocator_reserve", p.reserve},
             {"runtime", p.runtime},
             {"required", p.required}}},
@@ -250,8 +263,11 @@ std::string format_plan(const Plan& p) {
                  : "logits, log-probs, gradients");
   if (a.weight_copies) line("  bf16 weight copies", double(a.weight_copies), "autocast cache");
   line("peak", double(p.peak), "allocated to tensors");
+  line("evaluation peak", double(p.evaluation_peak),
+       "validating: nothing saved for backward, the head's log-probabilities " +
+           std::string(o.cuda ? "one chunk at a time" : "for the whole micro-batch"));
   if (o.cuda) {
-    line("allocator reserve", double(p.reserve), fmt("%.0f%% of the peak (blocks rounded, fragments)", 100 * o.reserve_fraction));
+    line("allocator reserve", double(p.reserve), fmt("%.0f%% of the larger peak (blocks rounded, fragments)", 100 * o.reserve_fraction));
     line("CUDA runtime", double(p.runtime),
          std::string("context and kernels, cuBLAS workspaces") + (o.world > 1 ? ", NCCL buffers" : ""));
   }

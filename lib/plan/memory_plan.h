@@ -53,6 +53,10 @@ struct ActivationBytes {
   int64_t weight_copies = 0;  // bf16 autocast: the cached bf16 copies of the matmul weights
   int64_t without_recompute = 0;  // peak over forward and backward
   int64_t with_recompute = 0;
+  // Evaluating one micro-batch without gradients (validation, train eval): one block's
+  // tensors at a time beside the residual stream, then the head's logits and
+  // log-probabilities (on a GPU one chunk of rows at a time: model/head_loss.h).
+  int64_t evaluation = 0;
 };
 
 ActivationBytes activation_bytes(const PlanOptions& options, int64_t micro_batch);
@@ -69,10 +73,11 @@ struct Plan {
   ActivationBytes activations;
   int64_t activations_used = 0;  // with or without recompute, as the options say
   int64_t peak = 0;              // state + activations_used: bytes allocated to tensors at the peak
+  int64_t evaluation_peak = 0;   // state + activations.evaluation: while validating
   // What a CUDA run holds beyond its tensors (0 on CPU): the allocator's reserve over the
   // peak, and the runtime's own memory outside the allocator (runtime_overhead_bytes).
   int64_t reserve = 0, runtime = 0;
-  int64_t required = 0;          // peak + reserve + runtime
+  int64_t required = 0;          // max(peak, evaluation_peak) + reserve + runtime
   int64_t margin = 0;            // gpu_memory - required (negative: does not fit)
   bool fits = false;             // required <= gpu_memory
   // Host memory a rank holds at its start: `train` builds and initialises the whole fp32

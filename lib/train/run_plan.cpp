@@ -24,13 +24,15 @@ nlohmann::json memory_json(const Plan& p, const MeasuredMemory& m) {
                         {"gradients", p.gradients},
                         {"optimizer_moments", p.moments},
                         {"activations", p.activations_used},
-                        {"peak", p.peak}}},
+                        {"peak", p.peak},
+                        {"evaluation_peak", p.evaluation_peak}}},
                       {"measured",
                        {{"weights", m.weights},
                         {"gradients", m.gradients},
                         {"optimizer_state", m.optimizer_state},
                         {"peak", m.peak},
-                        {"activations", m.peak - m.weights - m.gradients - m.optimizer_state}}}};
+                        {"activations", m.peak - m.weights - m.gradients - m.optimizer_state},
+                        {"evaluation_peak", m.evaluation_peak}}}};
   // CUDA only (the CPU records stay as they were): what the device had to hold against
   // what the plan said it would need
   if (m.peak_reserved >= 0) {

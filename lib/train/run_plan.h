@@ -18,6 +18,7 @@ PlanOptions plan_options(const TrainConfig& config, int world);
 // step) and by the device's allocator (peak over the training steps of this process).
 struct MeasuredMemory {
   int64_t weights = 0, gradients = 0, optimizer_state = 0, peak = 0;
+  int64_t evaluation_peak = 0;  // while validating (mid-run and at the end)
   int64_t peak_reserved = -1;  // CUDA: the caching allocator's reserve at its peak; -1 on CPU
 };
 

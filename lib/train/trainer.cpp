@@ -376,6 +376,18 @@ int run_impl(const TrainConfig& given) {
   MeasuredMemory measured;
   bool state_measured = false;
   reset_peak_memory(rd.device);
+  // A validation pass has its own peak (memory.measured.evaluation_peak), kept out of the
+  // training steps' as the plan keeps them apart; the reserve is the device's over both.
+  auto validate = [&](bool bf16) {
+    measured.peak = std::max(measured.peak, peak_memory(rd.device));
+    measured.peak_reserved = std::max(measured.peak_reserved, peak_reserved_memory(rd.device));
+    reset_peak_memory(rd.device);
+    const double loss = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, bf16);
+    measured.evaluation_peak = std::max(measured.evaluation_peak, peak_memory(rd.device));
+    measured.peak_reserved = std::max(measured.peak_reserved, peak_reserved_memory(rd.device));
+    reset_peak_memory(rd.device);
+    return loss;
+  };
   {
     Prefetcher prefetch(sampler, st.cursor, cfg.micro_batch, size_t(std::max(cfg.prefetch, 1)));
     model->train();
@@ -445,8 +457,8 @@ int run_impl(const TrainConfig& given) {
         if (!leader)  // rank 0's bytes go to summary.json
           std::fprintf(stderr, "train: rank %d: optimizer state %lld bytes\n", dist.rank, (long long)measured.optimizer_state);
       }
-      measured.peak = peak_memory(rd.device);
-      measured.peak_reserved = peak_reserved_memory(rd.device);
+      measured.peak = std::max(measured.peak, peak_memory(rd.device));
+      measured.peak_reserved = std::max(measured.peak_reserved, peak_reserved_memory(rd.device));
       st.step++;
       st.tokens += cfg.batch_tokens;
       rec.step_ms = 1000.0 * seconds_since(t0);
@@ -456,7 +468,7 @@ int run_impl(const TrainConfig& given) {
           checkpoint_now || every(cfg.log_every) || cfg.debug_kill_at_step == st.step)
         stop_if_diverged(readouts.read_out());
       if (val_now) {
-        double v = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
+        double v = validate(rd.bf16);
         model->train();
         metrics.val(st.step, st.tokens, v);
         log("step " + std::to_string(st.step) + " validation loss " + fmt("%.4f", v));
@@ -479,9 +491,8 @@ int run_impl(const TrainConfig& given) {
                    fmt("%.2f", double(st.tokens) / double(split_tokens)) + " times over: the run repeats data");
     log("note: " + caps.back());
   }
-  const double val_loss = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, rd.bf16);
-  const double val_loss_fp32 =
-      rd.bf16 ? estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, /*bf16=*/false) : val_loss;
+  const double val_loss = validate(rd.bf16);
+  const double val_loss_fp32 = rd.bf16 ? validate(/*bf16=*/false) : val_loss;
   metrics.val(st.step, st.tokens, val_loss);
   auto existing = checkpointer.complete();
   if (existing.empty() || existing.back().first != st.step) save_checkpoint();

@@ -80,6 +80,27 @@ TEST_CASE("chunked head cross-entropy from bf16 logits (a GPU's autocast): the s
   CHECK(wb.grad().narrow(0, vocab, padded - vocab).abs().max().item<float>() == 0.0f);
 }
 
+TEST_CASE("chunked evaluation head (a GPU's no-grad path) equals the plain composition, chunks and padding whatever") {
+  // before session 18 a GPU evaluated through the plain composition: N x V fp32 logits and
+  // log-probabilities at once, 8 GB at micro-batch 16 and GPT-2's vocabulary
+  torch::manual_seed(7);
+  const int64_t n = 40, vocab = 97, padded = 128, width = 24;
+  torch::NoGradGuard no_grad;
+  auto h = torch::randn({n, width}) * 2.0, w = torch::randn({padded, width}) * 0.5;
+  auto y = torch::randint(0, vocab, {n}, torch::kLong);
+  const double reference = head_cross_entropy_unfused(h, w.narrow(0, 0, vocab), y).item<double>();
+  for (int64_t chunk : {int64_t(7), int64_t(40), int64_t(64), int64_t(0)}) {
+    INFO("chunk rows " << chunk);
+    auto loss = head_cross_entropy_eval_chunked(h, w, y, vocab, chunk);
+    CHECK(loss.scalar_type() == torch::kFloat32);
+    CHECK(loss.item<double>() == Approx(reference).epsilon(1e-6));
+  }
+  // bf16 inputs (autocast's): the log-softmax in fp32, within bf16's rounding of the logits
+  auto bf = head_cross_entropy_eval_chunked(h.to(torch::kBFloat16), w.to(torch::kBFloat16), y, vocab, 16);
+  CHECK(bf.scalar_type() == torch::kFloat32);
+  CHECK(bf.item<double>() == Approx(reference).epsilon(2e-2));
+}
+
 TEST_CASE("fused head cross-entropy is used only where it applies") {
   auto h = torch::randn({4, 8}), w = torch::randn({11, 8}).requires_grad_(true);
   auto y = torch::randint(0, 11, {4}, torch::kLong);

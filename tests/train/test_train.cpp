@@ -527,6 +527,26 @@ TEST_CASE("train --plan: the state bytes are exactly what train allocates, activ
                 recompute ? ", recomputed" : "", planned / 1e6, measured / 1e6, mem["plan"]["peak"].get<double>() / 1e6,
                 mem["measured"]["peak"].get<double>() / 1e6);
     CHECK(planned == Approx(measured).epsilon(0.25));
+    // validation has its own peak (the head's log-probabilities of a whole micro-batch on
+    // the CPU), planned and measured apart from the training steps'
+    CHECK(mem["plan"]["evaluation_peak"] == bytes["evaluation_peak"]);
+    CHECK(bytes["evaluation_peak"].get<double>() ==
+          Approx(mem["measured"]["evaluation_peak"].get<double>()).epsilon(0.25));
+  }
+  {  // validation every step: until session 18 its memory was counted as the training
+     // steps' (1.95x the planned activations at this head-heavy shape)
+    const std::string out = tmp.path() + "/validating";
+    const std::string args = base_args(out) + shape + " --val-every 1";
+    json plan = plan_json(args);
+    auto r = run(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    json mem = json::parse(read_file(out + "/summary.json"))["memory"];
+    CHECK(plan["bytes_per_rank"]["activations"]["used"].get<double>() ==
+          Approx(mem["measured"]["activations"].get<double>()).epsilon(0.25));
+    CHECK(plan["bytes_per_rank"]["evaluation_peak"].get<double>() ==
+          Approx(mem["measured"]["evaluation_peak"].get<double>()).epsilon(0.25));
+    CHECK(plan["bytes_per_rank"]["required"].get<int64_t>() >= mem["measured"]["evaluation_peak"].get<int64_t>());
   }
   // recomputation: the same losses bit for bit, less memory
   CHECK(train_losses(tmp.path() + "/plain") == train_losses(tmp.path() + "/recompute"));
