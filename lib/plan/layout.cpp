@@ -71,6 +71,7 @@ std::string format_grid(const std::vector<GridRow>& rows) {
   double params = 0, tokens = 0, flops = 0, gpu_hours = 0, peak = 0, required = 0, margin = 1e300;
   int fitting = 0;
   const GridRow* most_host = nullptr;  // the run whose ranks together hold the most host memory
+  auto host_of = [](const GridRow& g) { return double(g.plan.host) * g.plan.options.world; };
   for (auto& r : rows) {
     const Plan& p = r.plan;
     const PlanOptions& o = p.options;
@@ -90,7 +91,6 @@ std::string format_grid(const std::vector<GridRow>& rows) {
     required = std::max(required, double(p.required));
     margin = std::min(margin, double(p.margin));
     fitting += p.fits;
-    auto host_of = [](const GridRow& g) { return double(g.plan.host) * g.plan.options.world; };
     if (!most_host || host_of(r) > host_of(*most_host)) most_host = &r;
   }
   std::snprintf(buf, sizeof buf, "%-18s %4s %5s %9s %9s %4s %5s %9s %4s %6s %10s %10s %9s %4s %10s\n", "total", "", "",

@@ -144,8 +144,9 @@ Plan make_plan(const PlanOptions& o) {
   };
   p.peak = state + p.activations_used;
   p.evaluation_peak = state + p.activations.evaluation;
-  p.required = required(std::max(p.peak, p.evaluation_peak));
-  p.reserve = p.required - std::max(p.peak, p.evaluation_peak) - p.runtime;
+  const int64_t larger_peak = std::max(p.peak, p.evaluation_peak);
+  p.required = required(larger_peak);
+  p.reserve = p.required - larger_peak - p.runtime;
   p.margin = int64_t(o.gpu_memory) - p.required;
   p.fits = double(p.required) <= o.gpu_memory;
   p.host = std::max(p.weights, o.zero >= 1 ? p.moments : 0);

@@ -376,15 +376,19 @@ int run_impl(const TrainConfig& given) {
   MeasuredMemory measured;
   bool state_measured = false;
   reset_peak_memory(rd.device);
-  // A validation pass has its own peak (memory.measured.evaluation_peak), kept out of the
-  // training steps' as the plan keeps them apart; the reserve is the device's over both.
-  auto validate = [&](bool bf16) {
-    measured.peak = std::max(measured.peak, peak_memory(rd.device));
+  // The device's peaks since the last reset, into `peak` (the training steps' or
+  // validation's) and the reserve (the device's over both)
+  auto take_peaks = [&](int64_t& peak) {
+    peak = std::max(peak, peak_memory(rd.device));
     measured.peak_reserved = std::max(measured.peak_reserved, peak_reserved_memory(rd.device));
+  };
+  // A validation pass has its own peak (memory.measured.evaluation_peak), kept out of the
+  // training steps' as the plan keeps them apart.
+  auto validate = [&](bool bf16) {
+    take_peaks(measured.peak);
     reset_peak_memory(rd.device);
     const double loss = estimate_loss(*model, val_windows, cfg.micro_batch, rd.device, bf16);
-    measured.evaluation_peak = std::max(measured.evaluation_peak, peak_memory(rd.device));
-    measured.peak_reserved = std::max(measured.peak_reserved, peak_reserved_memory(rd.device));
+    take_peaks(measured.evaluation_peak);
     reset_peak_memory(rd.device);
     return loss;
   };
@@ -457,8 +461,7 @@ int run_impl(const TrainConfig& given) {
         if (!leader)  // rank 0's bytes go to summary.json
           std::fprintf(stderr, "train: rank %d: optimizer state %lld bytes\n", dist.rank, (long long)measured.optimizer_state);
       }
-      measured.peak = std::max(measured.peak, peak_memory(rd.device));
-      measured.peak_reserved = std::max(measured.peak_reserved, peak_reserved_memory(rd.device));
+      take_peaks(measured.peak);
       st.step++;
       st.tokens += cfg.batch_tokens;
       rec.step_ms = 1000.0 * seconds_since(t0);
