@@ -32,7 +32,7 @@ const std::vector<std::string>& non_binding_config_keys() {
       "data",           "tokenizer_model",  "out",    "run_id",      "run_group", "val_every",  "log_every",
       "checkpoint_every", "keep_checkpoints", "resume", "probe_steps", "device",    "threads",    "prefetch",
       "peak_flops",     "bucket_mb",        "activation_checkpointing", "divergence_factor", "readout_every",
-      "profile_steps"};
+      "profile_steps", "no_checkpoints"};
   return keys;
 }
 

@@ -101,6 +101,7 @@ void TrainConfig::validate() const {
     fail("--divergence-factor must be >= 0 (got " + num(divergence_factor) + ")");
   if (!(peak_flops >= 0)) fail("--peak-flops must be >= 0 (got " + num(peak_flops) + ")");
   if (checkpoint_every < 0) fail("--checkpoint-every must be >= 0 (0: at the end only; got " + std::to_string(checkpoint_every) + ")");
+  if (no_checkpoints && resume) fail("--resume and --no-checkpoints: a run that writes no checkpoint has none to require");
   if (keep_checkpoints < 1) fail("--keep-checkpoints must be >= 1 (got " + std::to_string(keep_checkpoints) + ")");
   if (val_every < 0) fail("--val-every must be >= 0 (0: at the end only; got " + std::to_string(val_every) + ")");
   if (log_every < 0) fail("--log-every must be >= 0 (0: no progress lines; got " + std::to_string(log_every) + ")");

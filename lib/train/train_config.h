@@ -49,6 +49,10 @@ struct TrainConfig {
   int64_t readout_every = 0;      // steps between host reads of loss and grad norm (0: readout_interval's)
   int64_t checkpoint_every = 1000;
   int keep_checkpoints = 3;
+  // no checkpoint at all, not even at the end or on a signal, and no weight hash: a
+  // throughput or memory measurement at paper scale, where the final checkpoint alone is
+  // tens of GB through SHA-256 and fsync (minutes of a short GPU call, and the disk)
+  bool no_checkpoints = false;
   double divergence_factor = 2;   // stop when the loss exceeds this x max(first loss, ln vocab) (0: non-finite only)
   bool resume = false;            // require a checkpoint to resume from
   std::vector<int64_t> probe_steps;  // steps (1-based) whose per-layer grad norms go to grad_norms.csv
@@ -143,6 +147,10 @@ void visit_train_options(Config& c, F&& f) {
   f(OptionInfo{"checkpoint_every", "--checkpoint-every", "steps between checkpoints (0: end only)"}.runtime(),
     c.checkpoint_every);
   f(OptionInfo{"keep_checkpoints", "--keep-checkpoints", "complete checkpoints kept"}.runtime(), c.keep_checkpoints);
+  f(OptionInfo{"no_checkpoints", "--no-checkpoints",
+               "write no checkpoint (not even at the end or on a signal) and no params_sha256: for throughput and "
+               "memory measurements; the run cannot be resumed"}.runtime(),
+    c.no_checkpoints);
   f(OptionInfo{"divergence_factor", "--divergence-factor",
                "stop as diverged when the train loss exceeds this x max(first loss, ln vocab), keeping only "
                "checkpoints whose next step was below it (0: stop on non-finite values only)"}.runtime(),

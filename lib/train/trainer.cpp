@@ -420,12 +420,14 @@ int run_impl(const TrainConfig& given) {
           // the signal arrived during the last step (or before the first): a checkpoint of
           // where the run is, then out; the rerun resumes bit-identically
           auto existing = checkpointer.complete();
-          if (st.step > 0 && (existing.empty() || existing.back().first != st.step)) save_checkpoint();
+          const bool save = !cfg.no_checkpoints && st.step > 0;
+          if (save && (existing.empty() || existing.back().first != st.step)) save_checkpoint();
           log(std::string(StopSignals::name(signal)) + " received: stopped after step " + std::to_string(st.step) +
               " of " + std::to_string(total_steps) +
-              (st.step > 0 ? ", checkpoint " + checkpointer.complete().back().second + " written"
-                           : std::string(", nothing trained yet")) +
-              "; rerun the same command to resume");
+              (cfg.no_checkpoints ? std::string(", no checkpoint (--no-checkpoints); a rerun starts over")
+               : save ? ", checkpoint " + checkpointer.complete().back().second +
+                            " written; rerun the same command to resume"
+                      : std::string(", nothing trained yet; rerun the same command to resume")));
           return 128 + signal;
         }
       const auto t0 = Clock::now();
@@ -466,7 +468,7 @@ int run_impl(const TrainConfig& given) {
       st.tokens += cfg.batch_tokens;
       rec.step_ms = 1000.0 * seconds_since(t0);
       const bool val_now = every(cfg.val_every) && st.step < total_steps,
-                 checkpoint_now = every(cfg.checkpoint_every) && st.step < total_steps;
+                 checkpoint_now = !cfg.no_checkpoints && every(cfg.checkpoint_every) && st.step < total_steps;
       if (int64_t(readouts.queued()) >= readout_every || st.step == total_steps || probe_now || val_now ||
           checkpoint_now || every(cfg.log_every) || cfg.debug_kill_at_step == st.step)
         stop_if_diverged(readouts.read_out());
@@ -497,14 +499,16 @@ int run_impl(const TrainConfig& given) {
   const double val_loss = validate(rd.bf16);
   const double val_loss_fp32 = rd.bf16 ? validate(/*bf16=*/false) : val_loss;
   metrics.val(st.step, st.tokens, val_loss);
-  auto existing = checkpointer.complete();
-  if (existing.empty() || existing.back().first != st.step) save_checkpoint();
+  if (!cfg.no_checkpoints) {
+    auto existing = checkpointer.complete();
+    if (existing.empty() || existing.back().first != st.step) save_checkpoint();
+  }
   const double wall = st.wall_before + seconds_since(wall_start);
   if (leader) {
     const int64_t val_tokens = val_windows.defined() ? val_windows.size(0) * seq : 0;
     json summary = run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
                                memory_json(plan, measured), caps, attention, val_loss_fp32);
-    summary["params_sha256"] = parameters_sha256(model);
+    if (!cfg.no_checkpoints) summary["params_sha256"] = parameters_sha256(model);
     write_file_atomic(cfg.out + "/summary.json", summary.dump(2) + "\n");
     log("done: " + std::to_string(st.step) + " steps, final train loss " + fmt("%.4f", tail_loss(st.losses).mean) +
         ", validation loss " + fmt("%.4f", val_loss) + ", " + fmt("%.1f", wall) + " s; " + cfg.out + "/summary.json");

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "train/checkpoint.h"
 #include "train/train_config.h"
 #include "train_fixture.h"
 #include "util/atomic_file.h"
@@ -394,4 +395,39 @@ TEST_CASE("train --readout-every: the values read back in batches are every step
   REQUIRE_FALSE(diverged_line(d1.output, now).empty());
   CHECK(diverged_line(d3.output, late) == diverged_line(d1.output, now));
   CHECK(loss_and_norm(late) == loss_and_norm(now));
+}
+
+TEST_CASE("train --no-checkpoints: no checkpoint at the end or on a signal, no weight hash, the same losses") {
+  // gpu-check's throughput runs at the paper's 1B shape: the final checkpoint alone would
+  // be ~30 GB through SHA-256 and fsync, minutes of a 10-minute call
+  TempDir tmp;
+  const std::string plain = tmp.path() + "/plain", bare = tmp.path() + "/bare", stopped = tmp.path() + "/stopped";
+  const std::string opts = " --steps 6 --checkpoint-every 2";
+  auto a = run(base_args(plain) + opts);
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  auto b = run(base_args(bare) + opts + " --no-checkpoints");
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  CHECK(list_checkpoints(plain).size() == 3);
+  CHECK_FALSE(fs::exists(bare + "/checkpoints/step_000000000006"));
+  CHECK(list_checkpoints(bare).empty());
+  CHECK(train_losses(bare) == train_losses(plain));
+  json sa = json::parse(read_file(plain + "/summary.json")), sb = json::parse(read_file(bare + "/summary.json"));
+  CHECK(sa["final_val_loss"] == sb["final_val_loss"]);
+  CHECK(sa.contains("params_sha256"));
+  CHECK_FALSE(sb.contains("params_sha256"));
+  CHECK(sb["config"]["no_checkpoints"] == true);
+
+  auto s = run(base_args(stopped) + opts + " --no-checkpoints --debug-kill-at-step 3 --debug-kill-phase sigterm");
+  INFO(s.output);
+  CHECK(s.exit_code == 128 + SIGTERM);
+  CHECK(s.output.find("SIGTERM received: stopped after step 3 of 6, no checkpoint (--no-checkpoints); a rerun starts "
+                      "over") != std::string::npos);
+  CHECK(list_checkpoints(stopped).empty());
+
+  auto refused = run(base_args(tmp.path() + "/r") + opts + " --no-checkpoints --resume");
+  INFO(refused.output);
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.output.find("--resume and --no-checkpoints") != std::string::npos);
 }
