@@ -6,7 +6,8 @@
 #     gpu-check: PASS|FAIL <check>: <value> within <tolerance>
 # and the script exits non-zero when any check fails or cannot run in time.
 #   1. build train and probe-grads against python3's LibTorch 2.x (CUDA), with c10d NCCL
-#      where nccl.h is found (else the first errors, then a build without NCCL)
+#      where nccl.h is found (else the first errors, then a build without NCCL); then
+#      step 8 first, so that the measurement the call exists for is made whatever follows
 #   2. fp32 on the GPU against the CPU for the same steps (initialisation and data order
 #      are device-independent), at the paper's head dims 64, 48 and 16; the SDPA backend
 #      each one ran is logged
@@ -22,15 +23,17 @@
 #      validation loss of the same precision
 #   7. the memory plan against the allocator's allocated and reserved peaks, and
 #      validation's own peak against the plan's
-#   8. bf16 tokens/s and MFU (of the specification's peak where known, beside the measured
-#      matmul peak) of train beside bench/train_reference.py at GPT-2 small (124M) and the
-#      paper's 1B row (48x2048), 4 and 8 micro-batches a step (the optimizer's share near a
-#      paper run's); the memory check runs the mid shape (8x512); two more steps under
-#      LibTorch's profiler say where the time goes (kernels by kind, the largest)
-#   9. the whole C++ test suite built against this LibTorch: built in the background from
-#      the end of step 1 on the cores the checks leave idle (nice 19, paused while step 8
-#      is timed), run after step 8 until TESTS_END_S (585 s: past DEADLINE_S, inside the
-#      10-minute call; the checks' verdicts are in by then)
+#   8. (run right after step 1) bf16 tokens/s and MFU (of the specification's peak where
+#      known, beside the measured matmul peak) of train beside bench/train_reference.py at
+#      the paper's 1B row (48x2048) and GPT-2 small (124M), 8 and 4 micro-batches a step
+#      (the optimizer's share near a paper run's); no checkpoint (--no-checkpoints: at 1B
+#      the final one alone is ~30 GB through SHA-256); the memory check runs the mid shape
+#      (8x512); two more steps under LibTorch's profiler say where the time goes (kernels
+#      by kind, the largest)
+#   9. the whole C++ test suite built against this LibTorch: built in the background after
+#      step 8 on the cores the checks leave idle (nice 19; a target that fails leaves the
+#      others building), run after the checks until TESTS_END_S (585 s: past DEADLINE_S,
+#      inside the 10-minute call; the checks' verdicts are in by then)
 # The data are the embedded corpus (Brown) in GPT-2's tokens: a GPU image can fetch
 # nothing, so scripts/gpu-deps shards it here into .gpu-deps/shards, with the Debian
 # packages the image lacks (sentencepiece, zstd, Eigen, CLI11, nlohmann-json, Catch2),
@@ -53,7 +56,9 @@
 #        fault in every resume, through train's SHAPELAW_DEBUG_FAULT; the rehearsal must FAIL)
 #        GPU_CHECK_DEVICE=cpu is --rehearse.
 # Lines starting "gpu-check" are the record; with $OUT set (the device tool), the whole
-# log is also written to $OUT/gpu-check.log.
+# log is also written to $OUT/gpu-check.log, and as each section starts the evidence so far
+# (train's log, every run's summary.json, grad_norms.csv and profile.csv, the reference's
+# JSON) is packed into $OUT/evidence.tar.gz, so a call cut off at its limit still brings it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -80,7 +85,7 @@ while [ $# -gt 0 ]; do
 done
 want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 # a timestamped line where each section starts: the log then says what took the deadline
-section() { if want "$1"; then say "section $1"; fi; }
+section() { if want "$1"; then say "section $1"; pack_evidence; fi; }
 if [ "$DEVICE" = cpu ]; then DEADLINE_S=${DEADLINE_S:-170}; else DEADLINE_S=${DEADLINE_S:-540}; fi
 DATA=${GPU_CHECK_DATA:-$DEPS/shards}
 # a peer that never comes must not eat the call: collectives give up after a minute
@@ -212,17 +217,21 @@ if ! cmake --build "$BUILD" --target train probe-grads -j "$(nproc)" >"$BUILD.bu
 fi
 say "train and probe-grads built"
 BIN=$BUILD/bin
-# The test suite's build (section 9) runs beside the checks on the cores they leave idle:
-# built after them, it did not fit the first H200 call's deadline (68 s were left).
-if [ "$DEVICE" = cuda ] && [ "$TESTS" = 1 ] && want tests; then
-  nice -n 19 cmake --build "$BUILD" -j "$(nproc)" >"$BUILD.build-all.log" 2>&1 &
-  test_build=$!
-  say "building the test suite in the background (nice 19; paused while throughput is timed)"
-fi
 fi
 T="$BIN/train"
 P="$BIN/probe-grads"
-test_build=${test_build:-}
+test_build=
+# The test suite's build (section 9) runs beside the checks on the cores they leave idle:
+# built after them, it did not fit the first H200 call's deadline (68 s were left). -k 0
+# (make: -k): one target that fails to compile leaves the other tests to run.
+start_test_build() {
+  [ "$DEVICE" = cuda ] && [ "$TESTS" = 1 ] && want tests || return 0
+  local keep_going=-k
+  grep -q "CMAKE_GENERATOR:INTERNAL=Ninja" "$BUILD/CMakeCache.txt" 2>/dev/null && keep_going="-k 0"
+  nice -n 19 cmake --build "$BUILD" -j "$(nproc)" -- $keep_going >"$BUILD.build-all.log" 2>&1 &
+  test_build=$!
+  say "building the test suite in the background (nice 19)"
+}
 # SIGNAL PID: the process and every one below it (ninja gives each compiler its own process
 # group, so a group signal misses them). Each parent is stopped while its children are
 # found, so none is started meanwhile, and signalled after them, so none is orphaned first.
@@ -233,11 +242,20 @@ signal_tree() {
   kill -"$1" "$2" 2>/dev/null || true
 }
 work=$(mktemp -d)
-keep_evidence() {  # with $OUT (the device tool): the probe runs' norms come back beside the log
-  if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
-    for run in probe-plain probe-zero2; do cp "$work/$run/grad_norms.csv" "$OUT/$run.grad_norms.csv" 2>/dev/null || true; done
-    for f in "$work"/*/profile.csv; do [ ! -f "$f" ] || cp "$f" "$OUT/$(basename "$(dirname "$f")").profile.csv"; done
-  fi
+# With $OUT (the device tool, which brings back at most 8 files): the small outputs so far
+# in one archive, replaced atomically, at each section's start and at the end
+pack_evidence() {
+  [ -n "${OUT:-}" ] && [ -d "$OUT" ] || return 0
+  local e=$work/.evidence f
+  rm -rf "$e" && mkdir -p "$e"
+  for f in "$work"/train.log "$work"/*.json "$work"/*/{summary.json,grad_norms.csv,profile.csv,grad_profile.csv}; do
+    [ -f "$f" ] || continue
+    if [ "$(dirname "$f")" = "$work" ]; then cp "$f" "$e/"; else cp "$f" "$e/$(basename "$(dirname "$f")").$(basename "$f")"; fi
+  done
+  tar -czf "$OUT/.evidence.tar.gz" -C "$e" . 2>/dev/null && mv -f "$OUT/.evidence.tar.gz" "$OUT/evidence.tar.gz" || true
+}
+keep_evidence() {
+  pack_evidence
   rm -rf "$work"
   [ -z "$test_build" ] || signal_tree KILL "$test_build"  # a check that died leaves no build behind
 }
@@ -248,6 +266,7 @@ sed 's/^/gpu-check: /' "$work/version.txt"
 if git rev-parse --git-dir >/dev/null 2>&1; then
   info "source: git $(git rev-parse --short=12 HEAD)$(git diff --shortstat HEAD 2>/dev/null | sed 's/^/ +/')"
 fi
+info "disk: $(df -h "$work" | awk 'NR == 2 { print $4 " free of " $2 " under " $6 }') (the work directory $work)"
 info "data: $DATA ($("$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1])); print(m.get("tokenizer", {}).get("kind", "?"), "tokens, vocabulary", m.get("tokenizer", {}).get("vocab_size", "?"))' "$DATA/manifest.json" 2>/dev/null || echo '?'))"
 
 # --- the runs' shapes and the tolerances -------------------------------------------------
@@ -279,14 +298,14 @@ if [ "$DEVICE" = cuda ]; then
   # name depth width seq micro-batch accumulation: a step of 4 or 8 micro-batches puts the
   # optimizer's share (a fused AdamW pass over 16 B/param of state: 2-3% at 1B) near a paper
   # run's (64 micro-batches a step), where 2 made it 8% of the 1B step
-  shapes=("124m 12 768 1024 16 4" "1b 48 2048 1024 4 8")
-  cpu_threads=$(nproc) precision=bf16 val_tokens=65600 head_dim=64
+  shapes=("1b 48 2048 1024 4 8" "124m 12 768 1024 16 4")
+  cpu_threads=$(nproc) precision=bf16 val_tokens=65600 head_dim=64 throughput_val_tokens=8200
 else
   shape=(--depth 2 --width 32 --seq-len 32 --micro-batch 2 --batch-tokens 128)
   head_widths=("64 128" "48 96" "16 32")
   memory_shape="tiny 2 64 64 4"
   shapes=("tiny 2 64 64 4 2")
-  cpu_threads=1 precision=fp32 val_tokens=1056 head_dim=16
+  cpu_threads=1 precision=fp32 val_tokens=1056 head_dim=16 throughput_val_tokens=1056
 fi
 common=(--data "$DATA" --warmup-steps 5 --lr 3e-3 --min-lr 3e-4 --val-tokens "$val_tokens" --log-every 0)
 # The checks read no MFU: a fixed denominator spares each run the matmul-peak measurement
@@ -297,7 +316,12 @@ train_run() {  # out, limit s, extra args...: one train run; its stderr in $log
   local out=$1 limit; limit=$(within "$2"); shift 2
   [ "$limit" -gt 5 ] || { echo "train $out: no time left before the deadline" >>"$log"; return 124; }
   echo "== train --out $out $*" >>"$log"
-  timeout "$limit" "$T" "${common[@]}" ${fixed_peak[@]+"${fixed_peak[@]}"} --out "$out" "$@" 2>>"$log"
+  # SIGTERM at the limit makes train checkpoint and stop; -k: SIGKILL 10 s later if it has not
+  local rc=0
+  timeout -k 10 "$limit" "$T" "${common[@]}" ${fixed_peak[@]+"${fixed_peak[@]}"} --out "$out" "$@" 2>>"$log" || rc=$?
+  # a run whose summary is written has finished (a hang in the teardown after it is no failure)
+  if [ "$rc" != 0 ] && [ -f "$out/summary.json" ]; then echo "train $out: exit $rc after its summary.json" >>"$log"; rc=0; fi
+  return "$rc"
 }
 one_rank() {  # a data-parallel world of one over $backend, on a port of its own
   local port; port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -310,6 +334,48 @@ ran() {  # label, out: a run that failed is a FAIL line with its last words
 }
 run_dev() { train_run "$@" --device "$DEVICE" --precision "$precision"; }
 main=(--head-dim "$head_dim" --steps 20 --checkpoint-every 10)
+
+# --- 8. throughput beside the PyTorch reference (first: the measurement the call is for) --
+throughput_section() {
+  section throughput
+  want throughput || return 0
+  local saved_peak=("${fixed_peak[@]}") s name D W S M B ref vocab peak target
+  fixed_peak=()
+  local profile_args=(--steps 14 --profile-steps 13,14)
+  [ "$profiled" = 1 ] || profile_args=(--steps 12)
+  for s in "${shapes[@]}"; do
+    set -- $s
+    name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * $6 ))
+    # GPT-2's vocabulary padded to 50304 as paper.mk trains it; the reference is given the
+    # padded size (nanoGPT's), so both run the same matmuls; MFU counts the real 50257.
+    # Readouts every 2 steps: the GPU runs ahead in between, as in a paper run, and the first
+    # window (the two warm-up steps gpu_check.py skips) stays out of the others' times.
+    # Steps 13-14 run under LibTorch's profiler (profile.csv; left out of the rate): if a
+    # target is missed, the same call says where the time went. lr 3e-4 (the reference's):
+    # 3e-3 at 48x2048 could trip the divergence stop. No checkpoint, a small validation set:
+    # the call's seconds go to the timed steps.
+    if ! run_dev "$work/$name" 200 --depth "$D" --width "$W" --head-dim 64 --seq-len "$S" --micro-batch "$M" \
+        --batch-tokens "$B" "${profile_args[@]}" --no-checkpoints --vocab-size 50257 --vocab-multiple 64 \
+        --readout-every 2 --lr 3e-4 --min-lr 3e-5 --val-tokens "$throughput_val_tokens"; then
+      fail "throughput $name" "the run failed ($(grep -v '^==' "$log" | tail -1))"; continue
+    fi
+    ref=""
+    if [ "$DEVICE" = cuda ]; then
+      vocab=$("$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1]))["config"]["model"]; k = m.get("vocab_multiple", 1); print(-(-m["vocab_size"] // k) * k)' "$work/$name/summary.json")
+      peak=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["peak_flops"])' "$work/$name/summary.json")
+      timeout -k 10 "$(within 150)" "$PYTHON" bench/train_reference.py --device cuda --bf16 --peak "$peak" --depth "$D" --width "$W" \
+        --seq-len "$S" --vocab-size "$vocab" --micro-batch "$M" --batch-tokens "$B" --steps 8 --skip 2 >"$work/$name-ref.json" \
+        && ref=$work/$name-ref.json || say "$name reference FAILED"
+    fi
+    target=""; [ "$name" = 1b ] && target=40  # issue 22: 40% MFU at the paper's ~1B shape
+    check throughput "$name" "$work/$name" "$gpu" "${ref:-}" $target
+    [ "$profiled" = 0 ] || "$PYTHON" scripts/gpu_check.py profile "$name" "$work/$name" || say "$name: no profile"
+  done
+  [ "$DEVICE" = cuda ] || info "the PyTorch reference: not rehearsed (it needs python3's torch; bench/train.sh runs it on the CPU)"
+  fixed_peak=("${saved_peak[@]}")
+}
+throughput_section
+start_test_build
 
 # --- 2. fp32 on the device against the CPU, at the paper's head dims ----------------------
 section fp32
@@ -443,7 +509,7 @@ set -- $memory_shape
 plan_shape=(--depth "$2" --width "$3" --head-dim 64 --seq-len "$4" --micro-batch "$5" --batch-tokens $(( $5 * $4 * 2 )))
 want memory && for recompute in "" --activation-checkpointing; do
   label="memory ${1}${recompute:+ recomputed}"
-  args=("${plan_shape[@]}" --steps 3 --checkpoint-every 0 $recompute)
+  args=("${plan_shape[@]}" --steps 3 --no-checkpoints $recompute)
   if run_dev "$work/plan-$1$recompute" 150 "${args[@]}" \
       && "$T" "${common[@]}" --out "$work/plan-$1$recompute" --device "$DEVICE" "${args[@]}" --plan --format json >"$work/plan-$1$recompute.json" 2>>"$log"; then
     check memory "$label" "$work/plan-$1$recompute/summary.json" "$work/plan-$1$recompute.json" "$TOL_PLAN"
@@ -452,66 +518,30 @@ want memory && for recompute in "" --activation-checkpointing; do
   fi
 done
 
-# --- 8. throughput beside the PyTorch reference ------------------------------------------
-section throughput
-fixed_peak=()
-profile_args=(--steps 14 --profile-steps 13,14)
-[ "$profiled" = 1 ] || profile_args=(--steps 12)
-if [ -n "$test_build" ] && want throughput && kill -0 "$test_build" 2>/dev/null; then
-  say "the test build paused while throughput is timed"
-  signal_tree STOP "$test_build"
-fi
-want throughput && for s in "${shapes[@]}"; do
-  set -- $s
-  name=$1 D=$2 W=$3 S=$4 M=$5 B=$(( $5 * $4 * $6 ))
-  # GPT-2's vocabulary padded to 50304 as paper.mk trains it; the reference is given the
-  # padded size (nanoGPT's), so both run the same matmuls; MFU counts the real 50257.
-  # Readouts every 2 steps: the GPU runs ahead in between, as in a paper run, and the first
-  # window (the two warm-up steps gpu_check.py skips) stays out of the others' times
-  # Steps 13-14 run under LibTorch's profiler (profile.csv; left out of the rate): if a
-  # target is missed, the same call says where the time went
-  if ! run_dev "$work/$name" 200 --depth "$D" --width "$W" --head-dim 64 --seq-len "$S" --micro-batch "$M" \
-      --batch-tokens "$B" "${profile_args[@]}" --checkpoint-every 0 --vocab-size 50257 --vocab-multiple 64 \
-      --readout-every 2; then
-    fail "throughput $name" "the run failed ($(grep -v '^==' "$log" | tail -1))"; continue
-  fi
-  ref=""
-  if [ "$DEVICE" = cuda ]; then
-    vocab=$("$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1]))["config"]["model"]; k = m.get("vocab_multiple", 1); print(-(-m["vocab_size"] // k) * k)' "$work/$name/summary.json")
-    peak=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["peak_flops"])' "$work/$name/summary.json")
-    timeout "$(within 200)" "$PYTHON" bench/train_reference.py --device cuda --bf16 --peak "$peak" --depth "$D" --width "$W" \
-      --seq-len "$S" --vocab-size "$vocab" --micro-batch "$M" --batch-tokens "$B" --steps 12 --skip 2 >"$work/$name-ref.json" \
-      && ref=$work/$name-ref.json || say "$name reference FAILED"
-  fi
-  target=""; [ "$name" = 1b ] && target=40  # issue 22: 40% MFU at the paper's ~1B shape
-  "$PYTHON" scripts/gpu_check.py throughput "$name" "$work/$name" "$gpu" "${ref:-}" $target
-  [ "$profiled" = 0 ] || "$PYTHON" scripts/gpu_check.py profile "$name" "$work/$name" || say "$name: no profile"
-done
-[ "$DEVICE" = cuda ] || ! want throughput || info "the PyTorch reference: not rehearsed (it needs python3's torch; bench/train.sh runs it on the CPU)"
-
 # --- 9. the test suite against this LibTorch ----------------------------------------------
 if [ -n "$test_build" ]; then
-  signal_tree CONT "$test_build"
   while kill -0 "$test_build" 2>/dev/null && [ "$(left "$TESTS_END_S")" -gt 45 ]; do sleep 2; done
   if kill -0 "$test_build" 2>/dev/null; then
     signal_tree KILL "$test_build"
     { wait "$test_build"; } 2>/dev/null || true
     say "tests skipped: their build had not finished $(( TESTS_END_S - 45 )) s in ($(grep -c '^\[' "$BUILD.build-all.log" || true) steps done; log $BUILD.build-all.log)"
-  elif wait "$test_build"; then
+  else
+    if ! wait "$test_build"; then
+      say "the test build failed (the tests that built run; first errors:)"
+      grep -m 8 -E "error|undefined reference" "$BUILD.build-all.log" | sed 's/^/gpu-check: build: /' || tail -5 "$BUILD.build-all.log"
+    fi
     # ctest starts no test after --stop-time and ends the running ones by then: a summary
     # always comes back (tests it could not run count as not run)
     stop=$(date -d "@$(( t0 + TESTS_END_S ))" +%H:%M:%S)
     say "running the test suite ($(left "$TESTS_END_S") s to go, ctest --stop-time $stop)"
-    (cd "$BUILD" && ctest -j "$(nproc)" --timeout 300 --stop-time "$stop" >"$work/ctest.log" 2>&1) || true
+    # without OUT: the suite's own gpu-check rehearsal must not overwrite this call's log
+    (cd "$BUILD" && env -u OUT ctest -j "$(nproc)" --timeout 300 --stop-time "$stop" >"$work/ctest.log" 2>&1) || true
     grep -E "tests passed|tests failed" "$work/ctest.log" | sed 's/^/gpu-check: ctest: /' || say "ctest gave no summary"
     grep -E "\*\*\*|Failed|Not Run" "$work/ctest.log" | head -15 | sed 's/^/gpu-check: ctest: /' || true
     ran=$(grep -oE "out of [0-9]+" "$work/ctest.log" | grep -oE "[0-9]+" || echo 0)
     all=$(grep -m 1 -oE "^ *[0-9]+/[0-9]+ Test" "$work/ctest.log" | sed -E 's#.*/([0-9]+) Test#\1#' || echo 0)
     [ "${ran:-0}" -ge "${all:-0}" ] || say "ctest stopped at ${TESTS_END_S} s with $ran of $all tests run: the ones running then are cut, shown as Timeout, not failed"
     [ -z "${OUT:-}" ] || [ ! -d "$OUT" ] || cp "$work/ctest.log" "$OUT/ctest.log" 2>/dev/null || true
-  else
-    say "test build failed; first errors:"
-    grep -m 8 -E "error|undefined reference" "$BUILD.build-all.log" || tail -5 "$BUILD.build-all.log"
   fi
 else
   if [ "$DEVICE" != cuda ]; then why="the rehearsal never builds them"

@@ -173,14 +173,24 @@ def throughput(name, run, gpu, reference=None, target=None):
     return 0
 
 
-# kinds of GPU kernels by name (cuBLAS/CUTLASS, SDPA's backends, NCCL, fused optimizers)
-KERNEL_KINDS = [("matmul", r"gemm|cutlass|xmma|cublas|nvjet|sm\d+_"), ("attention", r"flash|fmha|attention|sdpa|cudnn"),
+# kinds of GPU kernels by name (cuBLAS/CUTLASS, SDPA's backends, NCCL, fused optimizers), the
+# first match wins: attention before matmul, since SDPA's flash, memory-efficient and cuDNN
+# kernels carry CUTLASS types and sm<arch> in their names too (cutlass::bfloat16_t,
+# fmha_cutlassF_..._sm80, ..._sdpa_sm90_flash_...)
+KERNEL_KINDS = [("attention", r"flash|fmha|attention|sdpa|cudnn"), ("matmul", r"gemm|cutlass|xmma|cublas|nvjet|sm\d+_"),
                 ("softmax and loss", r"softmax|nll|cross_entropy"), ("optimizer", r"adam|foreach|multi_tensor"),
                 ("collectives", r"nccl"), ("copies", r"memcpy|memset|copy")]
 
 
 def kernel_kind(name):
     return next((kind for kind, pattern in KERNEL_KINDS if re.search(pattern, name, re.I)), "other element-wise and reductions")
+
+
+def kind(*names):
+    """each kernel name's kind, one per line (what `profile` sums by)"""
+    for n in names:
+        print(f"{kernel_kind(n)}\t{n}")
+    return 0
 
 
 def profile(name, run, top=12):
@@ -217,7 +227,7 @@ def summary(check, run, precision, device):
 
 
 if __name__ == "__main__":
-    commands = {f.__name__: f for f in (losses, drift, sensitivity, norms, evaluation, memory, throughput, profile, summary)}
+    commands = {f.__name__: f for f in (losses, drift, sensitivity, norms, evaluation, memory, throughput, profile, kind, summary)}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     try:

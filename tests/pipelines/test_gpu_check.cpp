@@ -4,6 +4,9 @@
 #include "catch.h"
 
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "learnable_shards.h"
 #include "test_support.h"
@@ -20,7 +23,9 @@ const std::string& shards() {
 }
 
 std::string rehearse(const std::string& env = "", const std::string& args = "") {
-  return "cd " + test::source("") + " && env GPU_CHECK_DATA=" + shards() + " GPU_CHECK_BIN=" +
+  // without OUT: ctest run by the device tool's gpu-check inherits it, and a rehearsal
+  // would overwrite that call's gpu-check.log
+  return "cd " + test::source("") + " && env -u OUT GPU_CHECK_DATA=" + shards() + " GPU_CHECK_BIN=" +
          test::bin("") + " " + env + " scripts/gpu-check.sh --rehearse " + args + " 2>&1";
 }
 
@@ -81,7 +86,8 @@ TEST_CASE("gpu_check.py profile: a GPU's kernels by kind and the largest, from t
                    "cpu,aten::mm,400,9000.0,0.9000\n"
                    "cpu,aten::add,10,1000.0,0.1000\n"
                    "cuda,sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n,300,6000.0,0.6000\n"
-                   "cuda,\"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>\",48,2000.0,0.2000\n"
+                   "cuda,\"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+                   "cutlass::bfloat16_t>>\",48,2000.0,0.2000\n"
                    "cuda,void at::native::vectorized_elementwise_kernel<4>,900,1000.0,0.1000\n"
                    "cuda,void at::native::(anonymous namespace)::cunn_SoftMaxForward<8>,20,500.0,0.0500\n"
                    "cuda,ncclDevKernel_AllReduce_Sum_f32_RING_LL,2,500.0,0.0500\n");
@@ -92,4 +98,31 @@ TEST_CASE("gpu_check.py profile: a GPU's kernels by kind and the largest, from t
                                        "other element-wise and reductions 10%, softmax and loss 5%, collectives 5%"));
   CHECK_THAT(r.output, Catch::Contains(" 60.0%    300x  sm90_xmma_gemm"));
   CHECK(r.output.find("aten::mm") == std::string::npos);  // a GPU run's host operators are launches
+}
+
+TEST_CASE("gpu_check.py kind: SDPA's kernels are attention though their names carry CUTLASS types and sm<arch>") {
+  // names as LibTorch's profiler gives them on an H100/H200 (flash, memory-efficient, cuDNN
+  // SDPA; cuBLAS and nvjet GEMMs): a matmul-first match had counted attention as matmul
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"attention", "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+                    "cutlass::bfloat16_t>, false, true>(pytorch_flash::Flash_fwd_params)"},
+      {"attention", "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<"
+                    "cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)"},
+      {"attention", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x64_4x1x1_kernel0_0"},
+      {"matmul", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off"
+                 "_kernel__5x_cublas"},
+      {"matmul", "nvjet_tst_192x192_64x3_2x1_v_bz_coopA_TNT"},
+      {"matmul", "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>"},
+      {"softmax and loss", "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float>"},
+      {"optimizer", "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>"},
+      {"collectives", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"}};
+  std::string command = "cd " + test::source("") + " && python3 scripts/gpu_check.py kind";
+  for (const auto& [kind, name] : names) command += " '" + name + "'";
+  auto r = run(command + " 2>&1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (const auto& [kind, name] : names) {
+    INFO(name);
+    CHECK_THAT(r.output, Catch::Contains(kind + "\t" + name));
+  }
 }
