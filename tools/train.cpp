@@ -132,8 +132,7 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   const int argc = int(argv.size());
-  config = shapelaw::TrainConfig{};
-  config.model.vocab_size = 0;  // from the manifest unless given
+  config = shapelaw::command_line_defaults();
   // pass 1: only --config, so the file's values become the defaults of pass 2
   {
     CLI::App pre;
@@ -189,6 +188,12 @@ int parse_command_line(const std::vector<std::string>& args, shapelaw::TrainConf
   shapes->footer("Other shape options (--head-dim, --vocab-size, --mlp, --norm, --tie-embeddings, --bias) are "
                  "train's, given before `shapes`: e.g. train --head-dim 16 --vocab-size 2048 shapes --params 196608 "
                  "--depths 1,2,4,8,16");
+  // listed in --help; main() dispatches `train eval` before this parser, so here it is misplaced
+  auto* eval = app.add_subcommand("eval", "evaluate a checkpoint of a run on any split, first on the line: train eval "
+                                          "RUN [--step N] [--data DIR] --split test (train eval --help)");
+  eval->allow_extras()->callback([] {
+    throw CLI::ValidationError("eval", "`eval` must come first: train eval RUN [--step N] --split SPLIT");
+  });
   if (const int rc = shapelaw::parse_command_line(app, argc, argv.data(), "train"); rc >= 0) return rc;
   if (options_json) {
     std::cout << shapelaw::options_table_json().dump(1) << "\n";

@@ -150,9 +150,15 @@ void uncap_explicit_warmup(TrainConfig& c, bool steps_given, bool cap_given) {
   if (steps_given && !cap_given) c.warmup_cap = 0;
 }
 
+TrainConfig command_line_defaults() {
+  TrainConfig c;
+  c.model.vocab_size = 0;
+  return c;
+}
+
 nlohmann::json options_table_json() {
   nlohmann::json rows = nlohmann::json::array();
-  TrainConfig c;
+  const TrainConfig c = command_line_defaults();
   auto row = [&rows](const char* group) {
     return [&rows, group](const OptionInfo& o, const auto& member) {
       rows.push_back({{"key", o.key}, {"group", group}, {"flag", o.flag}, {"help", o.help}, {"binding", o.binding},

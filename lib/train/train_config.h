@@ -192,7 +192,11 @@ TrainConfig train_config_from_json(const nlohmann::json& j);  // missing keys ke
 // The part of the config that fixes the math of a run: a checkpoint whose binding
 // config differs from the current one is refused.
 nlohmann::json binding_config(const TrainConfig& c);
-// Every row of both tables (model, then the run's own), as `train --options-json` prints it:
+// The defaults a command line (and a --config file) starts from: TrainConfig's, but the
+// vocabulary 0, taken from the shard set's manifest unless given.
+TrainConfig command_line_defaults();
+// Every row of both tables (model, then the run's own), as `train --options-json` prints it,
+// with command_line_defaults()'s values:
 // [{"key", "group": "model"|"train", "flag", "help", "binding", "sweepable", "default"}].
 nlohmann::json options_table_json();
 // A warmup given in steps is the user's: it is capped only when the cap is given too (the

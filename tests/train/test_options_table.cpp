@@ -78,3 +78,41 @@ TEST_CASE("a warmup given in steps is not capped unless the cap is given too, fr
   uncap_explicit_warmup(c, true, false);
   CHECK(c.warmup_cap == 0);
 }
+
+TEST_CASE("train --options-json gives the defaults train --help shows and a command line starts from") {
+  // the table's vocab_size said 50257 while the command line's is 0 (from the manifest)
+  auto help = test::run(test::bin("train") + " --help");
+  REQUIRE(help.exit_code == 0);
+  int compared = 0;
+  for (const auto& row : options_table_json()) {
+    const std::string flag = row.at("flag");
+    const auto& def = row.at("default");
+    if (flag.empty() || !(def.is_number() || def.is_string())) continue;
+    const auto at = help.output.find("  " + flag + " ");
+    if (at == std::string::npos) continue;
+    // "  --lr FLOAT=0.0003   help": the word after the flag, TYPE=DEFAULT
+    const auto word_at = at + flag.size() + 3;
+    const auto word = help.output.substr(word_at, help.output.find_first_of(" \n", word_at) - word_at);
+    const auto eq = word.find('=');
+    if (eq == std::string::npos) continue;  // no default shown (no_default rows)
+    const std::string shown = word.substr(eq + 1);
+    INFO(flag << ": --help shows " << shown << ", --options-json " << def.dump());
+    if (def.is_number())
+      CHECK(std::stod(shown) == Approx(def.get<double>()));
+    else
+      CHECK(shown == def.get<std::string>());
+    ++compared;
+  }
+  CHECK(compared >= 30);
+  for (const auto& row : options_table_json())
+    if (row.at("key") == "vocab_size") CHECK(row.at("default") == 0);
+}
+
+TEST_CASE("train eval elsewhere on the line than first is refused, saying where it goes") {
+  auto r = test::run(test::bin("train") + " --data x eval run 2>&1");
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("`eval` must come first: train eval RUN"));
+  auto help = test::run(test::bin("train") + " --help");
+  CHECK_THAT(help.output, Catch::Contains("Subcommands:") && Catch::Contains("  eval "));
+}
