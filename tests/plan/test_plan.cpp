@@ -56,8 +56,7 @@ TEST_CASE("plan: per-layer activations, fused attention, against Korthikanti et 
   PlanOptions o = seven_b(8, 1);
   const double s = 1024, b = 16, h = 2896;
   ActivationBytes a = activation_bytes(o, 16);
-  // The published figure: 34·s·b·h bytes in 16-bit with dropout, ~1.6 GB per layer.
-  CHECK(34 * s * b * h == Approx(1.6e9).epsilon(0.02));
+  // The published figure: 34·s·b·h bytes in 16-bit with dropout (1.61 GB per layer here).
   // This model saves 42·s·b·h: +8 for the fp32 residual stream (the block input and the
   // mid-block residual, saved by the norms), +4 because v is a view that keeps the whole
   // qkv output alive, +2 for the fused kernel's saved output, -2 without dropout masks.
@@ -73,7 +72,6 @@ TEST_CASE("plan: per-layer activations, fused attention, against Korthikanti et 
   // the head: logits s·b·V would be 3.3 GB in fp32 (unfused: three of them, log-probs and
   // two gradients); chunked (model/head_loss.h) it keeps dh (fp32 s·b·h) and the fp32 dU,
   // and one chunk of 1280 rows: bf16 logits, fp32 softmax, its bf16 cast
-  CHECK(4 * s * b * 50257 == Approx(3.3e9).epsilon(0.01));
   CHECK(head_chunk_rows(50257) == 1280);
   CHECK(a.head == int64_t(4 * s * b * h + 4 * 50257 * h + 1280 * (2 + 4 + 2) * 50257.0));
   CHECK(a.head < 3 * 4 * s * b * 50257 / 7);  // under a seventh of the unfused head's

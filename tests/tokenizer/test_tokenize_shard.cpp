@@ -47,16 +47,33 @@ std::string encode_cmd(const std::string& extra = "") {
 
 }  // namespace
 
-TEST_CASE("encode output is byte-identical for any thread count and batch size") {
+TEST_CASE("encode output is byte-identical for any thread count; another batch size gives the same shards") {
   auto& f = fixture();
   std::string out = f.dir.path() + "/t";
   REQUIRE(run(encode_cmd("-t 1 -o " + out + "1")).exit_code == 0);
   REQUIRE(run(encode_cmd("-t 2 -o " + out + "2")).exit_code == 0);
   REQUIRE(run(encode_cmd("-t 4 -o " + out + "4")).exit_code == 0);
+  // batches far smaller than the corpus: many batches in flight, reassembled in order
+  REQUIRE(run(encode_cmd("-t 2 --batch-bytes 20000 -o " + out + "b")).exit_code == 0);
   std::string one = test::read_text(out + "1");
   CHECK(one.size() > 10000);
+  CHECK(fs::file_size(fixture().corpus) > 5 * 20000);
   CHECK(test::read_text(out + "2") == one);
   CHECK(test::read_text(out + "4") == one);
+  // A block per batch (docs/formats.md): another --batch-bytes frames the stream otherwise,
+  // but the documents are the same, and so are the shards written from it
+  CHECK(test::read_text(out + "b") != one);
+  for (const char* s : {"1", "b"})
+    REQUIRE(run(bin("shard") + " write -q -o " + out + s + ".shards " + out + s).exit_code == 0);
+  int shards = 0;
+  for (const auto& entry : fs::directory_iterator(out + "1.shards")) {
+    const std::string name = entry.path().filename().string();
+    if (name == "manifest.json") continue;  // it names its input file
+    INFO(name);
+    CHECK(test::read_text(out + "b.shards/" + name) == test::read_text(entry.path().string()));
+    ++shards;
+  }
+  CHECK(shards >= 1);
   // Stdout and a file give the same bytes.
   REQUIRE(run(encode_cmd("-t 2 > " + out + "s")).exit_code == 0);
   CHECK(test::read_text(out + "s") == one);
@@ -153,7 +170,19 @@ TEST_CASE("a shard run killed by SIGKILL or SIGINT leaves no file that looks val
             "-o", out.c_str(), stream.c_str(), (char*)nullptr);
       _exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    // killed once its first shard is under a final name (a fixed sleep could fire before
+    // anything was written, or after the run ended, on a loaded or a fast machine)
+    auto first_shard = [&] {
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(out, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.find(".tmp-") == std::string::npos && name.size() > 6 && name.substr(name.size() - 6) == ".shard")
+          return true;
+      }
+      return false;
+    };
+    for (int i = 0; i < 3000 && !first_shard(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(first_shard());
     kill(pid, sig);
     int status = 0;
     waitpid(pid, &status, 0);

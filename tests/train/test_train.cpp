@@ -19,6 +19,7 @@
 #include "learnable_shards.h"
 #include "test_support.h"
 #include "train_fixture.h"
+#include "train/distributed.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 
@@ -27,6 +28,23 @@ using namespace shapelaw::test;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
+
+namespace {
+
+// A data-parallel test is skipped only where the build has no gloo (Debian 12's libtorch
+// ships without its headers; decided by the build, not by the run's output): a run of a
+// gloo build that says "no c10d process group" fails the test.
+bool no_c10d(const test::CommandResult& r) {
+  if (Distributed::has_backend("gloo")) {
+    CHECK(r.output.find("no c10d process group") == std::string::npos);
+    return false;
+  }
+  CHECK_THAT(r.output, Catch::Contains("no c10d process group"));
+  WARN("this LibTorch build cannot run data parallel (no gloo): skipped");
+  return true;
+}
+
+}  // namespace
 
 TEST_CASE("learning-rate schedule: linear warmup then cosine to min_lr") {
   TrainConfig c;
@@ -313,10 +331,7 @@ TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the
   std::string cmd = base_args(two) + opts + " --micro-batch 2";
   auto r = run("(" + env(1) + cmd + " >" + tmp.path() + "/rank1.log 2>&1 &) ; " + env(0) + cmd);
   INFO(r.output);
-  if (r.output.find("no c10d process group") != std::string::npos) {
-    WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
-    return;
-  }
+  if (no_c10d(r)) return;
   REQUIRE(r.exit_code == 0);
   for (int i = 0; i < 100 && !fs::exists(two + "/summary.json"); ++i) ::usleep(100000);
   auto a = train_losses(one), b = train_losses(two);
@@ -338,10 +353,7 @@ TEST_CASE("train: a named backend with one rank runs its collectives and changes
   auto r = run("SHAPELAW_DIST_BACKEND=gloo WORLD_SIZE=1 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
                std::to_string(port) + " " + base_args(one_rank) + opts);
   INFO(r.output);
-  if (r.output.find("no c10d process group") != std::string::npos) {
-    WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
-    return;
-  }
+  if (no_c10d(r)) return;
   REQUIRE(r.exit_code == 0);
   auto a = train_losses(plain), b = train_losses(one_rank);
   REQUIRE(a.size() == 4);
@@ -363,10 +375,7 @@ TEST_CASE("train: a rank whose peers never come gives up after SHAPELAW_DIST_TIM
                std::to_string(port) + " " + base_args(tmp.path() + "/late") + " --steps 1");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(r.output);
-  if (r.output.find("no c10d process group") != std::string::npos) {
-    WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
-    return;
-  }
+  if (no_c10d(r)) return;
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("data-parallel rendezvous (gloo) at 127.0.0.1:" + std::to_string(port)));
   CHECK_THAT(r.output, Catch::Contains("rank 1 of 2, launched by torchrun, port from MASTER_PORT, SHAPELAW_DIST_TIMEOUT=2 s) failed"));
@@ -381,12 +390,14 @@ TEST_CASE("train: inside an sbatch script (SLURM_NTASKS=4, no srun step) a plain
   // the cluster's reproduction: this waited 600 s as rank 0 of 4
   TempDir tmp;
   const auto start = std::chrono::steady_clock::now();
-  auto r = run("SLURM_JOB_ID=7 SLURM_NTASKS=4 SLURM_PROCID=0 SLURM_LOCALID=0 SHAPELAW_DIST_TIMEOUT=30 " +
+  // a rendezvous would wait out the 120 s timeout; a 2-step run on a loaded machine takes
+  // well under the 60 s bound
+  auto r = run("SLURM_JOB_ID=7 SLURM_NTASKS=4 SLURM_PROCID=0 SLURM_LOCALID=0 SHAPELAW_DIST_TIMEOUT=120 " +
                base_args(tmp.path() + "/batch") + " --steps 2");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  INFO(r.output);
+  INFO(r.output << "\n(" << seconds << " s)");
   CHECK(r.exit_code == 0);
-  CHECK(seconds < 30);
+  CHECK(seconds < 60);
   CHECK_THAT(r.output, Catch::Contains("SLURM_NTASKS=4 outside an srun step (no SLURM_STEP_ID): ignored, one process"));
   CHECK(json::parse(read_file(tmp.path() + "/batch/summary.json"))["world_size"] == 1);
   // an srun step without its rank fails before it waits
@@ -418,10 +429,7 @@ TEST_CASE("train: two 2-rank torchrun launches at once, through paper.mk's launc
                base_args(tmp.path() + "/b") + opts + " > " + tmp.path() + "/b.log 2>&1; echo b=$? >> " + tmp.path() +
                "/rc) & wait; cat " + tmp.path() + "/rc " + tmp.path() + "/a.log " + tmp.path() + "/b.log");
   INFO(r.output);
-  if (r.output.find("no c10d process group") != std::string::npos) {
-    WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
-    return;
-  }
+  if (no_c10d(r)) return;
   CHECK_THAT(r.output, Catch::Contains("a=0"));
   CHECK_THAT(r.output, Catch::Contains("b=0"));
   for (const char* run_dir : {"/a", "/b"}) {
@@ -493,11 +501,6 @@ test::CommandResult two_ranks(const std::string& cmd, const std::string& log_dir
   return run("(" + env(1) + cmd + " >" + log_dir + "/rank1.log 2>&1) & " + env(0) + cmd + "; code=$?; wait; exit $code");
 }
 
-bool no_c10d(const test::CommandResult& r) {
-  if (r.output.find("no c10d process group") == std::string::npos) return false;
-  WARN("this LibTorch build cannot run data parallel (no gloo headers): skipped");
-  return true;
-}
 
 }  // namespace
 
