@@ -3,7 +3,10 @@
 // broken resume planted (the optimizer state dropped), which it must fail.
 #include "catch.h"
 
+#include <cmath>
 #include <cstdio>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +32,33 @@ std::string rehearse(const std::string& env = "", const std::string& args = "") 
          test::bin("") + " " + env + " scripts/gpu-check.sh --rehearse " + args + " 2>&1";
 }
 
+
+// Each PASS line's value against its tolerance, read here rather than taken from the
+// script's word: "max |dloss| V ... within T", "max relative difference V ... within T",
+// "V within 1 +- T", "= R x the tolerance ... within >= K x". Returns the lines re-checked.
+int recheck_verdicts(const std::string& output) {
+  static const std::regex at_most(R"(PASS .*(?:max \|dloss\||max relative difference|\|eval - summary final_val_loss\|) )"
+                                  R"(([0-9.e+-]+).* within ([0-9.e+-]+)$)");
+  static const std::regex around_one(R"(PASS .*: ([0-9.e+-]+) within 1 \+- ([0-9.e+-]+)$)");
+  static const std::regex at_least(R"(PASS .* = ([0-9.e+-]+) x the tolerance .* within >= ([0-9.e+-]+) x$)");
+  std::istringstream lines(output);
+  int rechecked = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    INFO(line);
+    if (std::regex_search(line, m, at_least)) {
+      CHECK(std::stod(m[1]) >= std::stod(m[2]));
+    } else if (std::regex_search(line, m, around_one)) {
+      CHECK(std::abs(std::stod(m[1]) - 1) <= std::stod(m[2]));
+    } else if (std::regex_search(line, m, at_most)) {
+      CHECK(std::stod(m[1]) <= std::stod(m[2]));
+    } else {
+      continue;
+    }
+    ++rechecked;
+  }
+  return rechecked;
+}
 }  // namespace
 
 TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value and tolerance") {
@@ -38,6 +68,7 @@ TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value an
   std::printf("%s", r.output.c_str());
   CHECK(test::count_lines_starting(r.output, "gpu-check: FAIL") == 0);
   CHECK(test::count_lines_starting(r.output, "gpu-check: PASS") >= 18);
+  CHECK(recheck_verdicts(r.output) >= 17);
   for (const char* check : {"PASS fp32 cpu vs cpu, head dim 16, steps 1-5: max |dloss|",
                             "PASS fp32 cpu vs cpu, head dim 48", "PASS fp32 cpu vs cpu, head dim 64",
                             "info fp32 cpu vs cpu, head dim 48, steps 1-10: max |dloss|", "(drift, no tolerance)",

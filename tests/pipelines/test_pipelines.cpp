@@ -88,6 +88,8 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
   CHECK_THAT(r.output, Catch::Contains("GPT-2's tokenizer has 50257 tokens"));
   // LAUNCH, given, wraps every run.
   r = run(make("-n -f pipelines/paper.mk PAPER=" + paper + " LAUNCH='torchrun --standalone --no_python --nproc_per_node=8'"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
   CHECK(count_lines_containing(r.output, "torchrun --standalone --no_python --nproc_per_node=8 train --out") == 30);
   // The plan itself: one line per run and the totals; what does not fit is said.
   r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=8"));
@@ -198,11 +200,15 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
 
   // Nothing to do when nothing changed.
   r = run(make("-n " + vars));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
   CHECK(test::count_lines_starting(r.output, "train ") == 0);
   CHECK(test::count_lines_starting(r.output, "fit-law") == 0);
   // Touching one summary reruns its probe and the fit onward, never training.
   fs::last_write_time(study + "/runs/w32-d3/summary.json", fs::file_time_type::clock::now());
   r = run(make("-n " + vars));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
   CHECK(test::count_lines_starting(r.output, "train ") == 0);
   CHECK(test::count_lines_starting(r.output, "fit-law ") == 1);
   CHECK(test::count_lines_starting(r.output, "probe-grads measure " + study + "/runs/w32-d3") == 1);
@@ -213,6 +219,8 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   // intermediate file that may stay missing), and only what follows from it reruns.
   fs::remove(study + "/results/fit.json");
   r = run(make("-n " + vars));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
   CHECK(test::count_lines_starting(r.output, "train ") == 0);
   CHECK(test::count_lines_starting(r.output, "fit-law ") == 1);
   CHECK(test::count_lines_starting(r.output, "probe-grads measure") == 0);
@@ -220,6 +228,8 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   CHECK(fs::exists(study + "/results/fit.json"));
   // Other fit options rerun the fit onward only.
   r = run(make("-n -f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=400 FIT_ARGS='-B 10 --no-loo'"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
   CHECK(test::count_lines_starting(r.output, "train ") == 0);
   CHECK(test::count_lines_starting(r.output, "probe-grads measure") == 0);
   CHECK(test::count_lines_starting(r.output, "fit-law -B 10") == 1);
@@ -506,9 +516,13 @@ TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a 
   CHECK(fs::exists(report + "/fits/completep.json"));
   // finished runs are never retrained
   r = run(make("-n " + vars));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("train --out") == std::string::npos);
   // with nothing overridden, arm 1 is the default study itself (make -n changes nothing)
   r = run(make("-n -f pipelines/controls.mk DATA=" + data + " CONTROLS_GRID=" + grid));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("train --out " + data + "/micro/study/runs/w16-d4-s42 ") != std::string::npos);  // its seeds
   CHECK(r.output.find("sp-fixed/runs") == std::string::npos);
   // a grid row without runs is refused by the report, not passed over; a grid that
