@@ -29,6 +29,17 @@ struct CommandResult {
 // the suite's hundreds of runs. A test of the re-execution itself sets its own values;
 // one that needs this CPU's native libraries prefixes native_environment().
 CommandResult run(const std::string& command_line);
+// REQUIRE_OK(command line): run() it; a non-zero exit fails the test (Catch's REQUIRE, at
+// the caller's line) showing the command and its output, which a bare
+// REQUIRE(run(...).exit_code == 0) left out. The result is not kept: a test that reads the
+// output runs it itself.
+#define REQUIRE_OK(command_line)                                                          \
+  do {                                                                                    \
+    const std::string require_ok_command_ = (command_line);                              \
+    const auto require_ok_result_ = ::shapelaw::test::run(require_ok_command_);          \
+    INFO("$ " << require_ok_command_ << "\n" << require_ok_result_.output);               \
+    REQUIRE(require_ok_result_.exit_code == 0);                                          \
+  } while (0)
 // "env -u ..." that takes those settings away again, for a --kernels native run.
 std::string native_environment();
 // Absolute path of a built tool, e.g. bin("shard").

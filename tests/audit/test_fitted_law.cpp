@@ -97,6 +97,7 @@ TEST_CASE("a fitted law with a non-positive capacity term gives no loss differen
   CHECK_THAT(md.output, Catch::Contains("**Warning:** no ΔL"));
   CHECK_THAT(md.output, Catch::Contains("refused (A ≤ 0)"));
   auto allowed = test::run(audit() + " " + models + " --law " + fit + " --allow-degenerate-law --format json");
+  INFO(allowed.output);
   REQUIRE(allowed.exit_code == 0);
   json a = json::parse(allowed.output.substr(allowed.output.find('{')));
   CHECK(a["tables"][0]["rows"][0]["delta_loss"].is_number());
@@ -187,6 +188,7 @@ TEST_CASE("fit-law's record carries its data range and the N it chose, and audit
   CHECK(rec["input"]["range"]["D"] == json({2, 16}));
   CHECK(rec["options"]["n_resolved"] == "12dw2");
   auto a = test::run(audit() + " " + test::source("examples/flagship-models.csv") + " --law " + fit + " --format json");
+  INFO(a.output);
   REQUIRE(a.exit_code == 0);
   const json rep = json::parse(a.output.substr(a.output.find('{')));
   CHECK(rep["meta"]["law_range"]["W"] == json({256, 1536}));

@@ -37,12 +37,16 @@ TEST_CASE("paper constants reproduce Table 4 Table 8 and §4.2 to their printed 
   CHECK(round1(dcrit(law.point, 1536)) == Approx(17.8));
   CHECK(dcrit(law.point, 1024) == Approx(16.84).margin(0.01));  // printed 16.9: a rounding slip
   // Appendix C.0.34–C.0.37 print 22.6, 23.6, 21.6, 20.0: all 0.2–0.3 below 2.43·ln W
+  int appendix = 0;
   for (const auto& t : paper_thresholds()) {
     if (t.source.rfind("C.0.3", 0) != 0) continue;
+    INFO(t.source);
     double diff = dcrit(law.point, t.width) - t.dcrit;
     CHECK(diff > 0.2);
     CHECK(diff < 0.31);
+    ++appendix;
   }
+  CHECK(appendix == 4);
   // κ's interval [2.09, 2.77] carries to D_crit
   auto ci = draw_interval(law, [](const LawParams& p) { return dcrit(p, 12288); });
   REQUIRE(ci);

@@ -45,6 +45,7 @@ struct Pin {
 
 std::vector<Pin> pins(const std::string& corpus) {
   auto r = test::run(test::source("scripts/fetch-corpus") + " --corpus " + corpus + " --pins");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   std::vector<Pin> out;
   std::istringstream lines(r.output);

@@ -263,6 +263,7 @@ TEST_CASE("a Box-Cox law with A and B_T held by --fix falls back to the paper's 
   // holding the slope instead keeps the Box-Cox coordinates
   r = test::run(test::bin("fit-law") + " " + dir.path() + "/t.csv -m paper-log --fix s=9 -B 0 --no-loo --no-profile -o " +
                 dir.path() + "/s.json --format table");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const json held = json::parse(test::read_text(dir.path() + "/s.json"));
   CHECK(held["models"][0]["params"]["s"]["fixed"] == true);

@@ -64,6 +64,7 @@ const char* kQuick = " -B 20 --optimal-draws 5 -j 2 ";
 
 TEST_CASE("fit-law lists its models") {
   auto r = test::run(fitlaw() + " --list-models");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   for (const char* name : {"paper-log", "paper-power", "no-phi", "paper-log-E", "kaplan", "kaplan-E", "chinchilla",
                            "tau-power", "tau-log"})
@@ -112,6 +113,7 @@ TEST_CASE("a row with the wrong number of fields is rejected, or skipped on requ
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains(csv + ":10: expected 5 fields"));
   auto s = test::run(fitlaw() + " " + csv + " -m kaplan -B 0 --no-loo --skip-bad-rows");
+  INFO(s.output);
   CHECK(s.exit_code == 0);
   CHECK_THAT(s.output, Catch::Contains("warning: skipped " + csv + ":10"));
 }
@@ -159,6 +161,7 @@ TEST_CASE("duplicate runs are reported") {
   std::string csv = dir.path() + "/runs.csv";
   write(csv, small_csv() + "a,2,256,4.31,6.4e9\n");
   auto r = test::run(fitlaw() + " " + csv + " -m kaplan -B 0 --no-loo");
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("duplicate run 'a'"));
 }
@@ -205,6 +208,7 @@ TEST_CASE("column mapping with scale, fit.json shape, predictions CSV, formats")
 
   auto js = test::run(fitlaw() + " " + csv + " --col depth=L_layers --col width=d_model --col loss=val -m kaplan -B 5 "
                                              "--format json 2>/dev/null");
+  INFO(js.output);
   REQUIRE(js.exit_code == 0);
   CHECK(json::parse(js.output)["models"][0]["name"] == "kaplan");
   auto md = test::run(fitlaw() + " " + csv + " --col depth=L_layers --col width=d_model --col loss=val -m kaplan -B 5 --format markdown");
@@ -278,6 +282,7 @@ TEST_CASE("runs of GPT-2's tokenizer and of a sentencepiece one are refused toge
   CHECK_THAT(refused.output, Catch::Contains("sentencepiece 49d42cf85392: 3 row(s), e.g. "));
   std::string out = dir.path() + "/fit.json";
   auto allowed = test::run(fitlaw() + " " + dir.path() + " -m kaplan -B 5 --allow-mixed-tokenizers -o " + out);
+  INFO(allowed.output);
   REQUIRE(allowed.exit_code == 0);
   json j = json::parse(read_file(out));
   CHECK(j["input"]["tokenizer_kinds"]["00f404d36600411e497e"] == "gpt2");

@@ -73,11 +73,13 @@ TEST_CASE("fit-law: a large table's leave-one-out refits a stated sample, and a 
   CHECK(metrics["loo_rmse"].get<double>() == Approx(metrics["rmse"].get<double>()).epsilon(0.5));
   // the same sample whatever the thread count
   auto one = test::run(common + " --loo-max-groups 25 -j 1 -o " + tmp.path() + "/one.json");
+  INFO(one.output);
   REQUIRE(one.exit_code == 0);
   CHECK(json::parse(read_file(tmp.path() + "/one.json"))["models"][0]["metrics"]["loo_rmse"] == metrics["loo_rmse"]);
 
   write_file_atomic(csv, kaplan_table(40));
   auto small = test::run(common + " -o " + out);
+  INFO(small.output);
   REQUIRE(small.exit_code == 0);
   json m = json::parse(read_file(out))["models"][0]["metrics"];
   CHECK_FALSE(m.contains("loo_groups"));  // every row left out once: exact LOO as before

@@ -53,6 +53,7 @@ TEST_CASE("nested laws start from the smaller law's optimum: kaplan âŠ‚ no-phi â
   // fitting a law alone or beside the laws it nests: never worse beside them
   r = test::run(test::bin("fit-law") + " " + dir.path() + "/cp.csv -m no-phi -B 0 --no-loo --no-profile -o " +
                 dir.path() + "/alone.json --format json > /dev/null");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(objective(fit, "no-phi") <= objective(json::parse(test::read_text(dir.path() + "/alone.json")), "no-phi"));
 }

@@ -46,11 +46,13 @@ TEST_CASE("check-reproduced: bit-identical runs pass, a changed or missing run i
 
   // the same flags trained again (as on another machine with the fixed set): the same bits
   r = test::run(script + " --expected " + expected + " " + again);
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("bit-identical: all 2 runs"));
   // make's entry point, on a study directory
   r = test::run("make -s -C " + test::source("") + " check-reproduced REPRODUCE_STUDY=" + dir.path() +
                 "/again EXPECTED=" + expected);
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("bit-identical"));
 

@@ -58,6 +58,7 @@ TEST_CASE("gpu-slot: a killed holder releases its GPU, bad arguments are refused
   // the holder is exec'd: killing it (SIGKILL, no cleanup) frees the index for the next run
   auto r = run("cd " + d + " && (" + slot(d, 1, 1) + "sleep 30 & pid=$!; sleep 0.5; kill -9 $pid; " + slot(d, 1, 1) +
                "bash -c 'echo got $CUDA_VISIBLE_DEVICES')");
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("got 0"));
   r = run(slot(d, 2, 3) + "true");

@@ -79,6 +79,7 @@ TEST_CASE("make -n on the paper pipeline prints the 30-run plan and runs nothing
   // TOKENIZER=sentencepiece: today's sentencepiece BPE trained on SlimPajama, its own directories
   r = run(make("-n -f pipelines/paper.mk TOKENIZER=sentencepiece PAPER=" + paper + " SLIMPAJAMA_DIR=" + dir.path() +
                "/slimpajama GPUS=8"));
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(count_lines_containing(r.output, "train --out " + paper + "/study/runs/") == 30);
   CHECK(count_lines_containing(r.output, "--vocab-multiple 64") == 30);  // 50304 rows, whole GPU tiles
@@ -127,6 +128,7 @@ TEST_CASE("make -n on the paper's controls shows every arm's runs, laid out, and
   CHECK(r.output.find(" 1/study") == std::string::npos);  // PAPER=1 is the switch, not paper.mk's directory
   // the plan of a swept grid: every run its own GPU-hours
   r = run(make("-f pipelines/paper.mk plan PAPER=" + paper + " GPUS=8 LRS='1e-4 3e-4'"));
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(test::count_lines_starting(r.output, "t9-2x256-lr") == 2);
   CHECK_THAT(r.output, Catch::Contains("60/60"));
@@ -214,7 +216,7 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   CHECK(test::count_lines_starting(r.output, "probe-grads measure " + study + "/runs/w32-d3") == 1);
   CHECK(test::count_lines_starting(r.output, "probe-grads measure") == 1);
   CHECK_THAT(r.output, Catch::Contains("scripts/make-report"));
-  REQUIRE(run(make(vars)).exit_code == 0);
+  REQUIRE_OK(make(vars));
   // A deleted output in the middle of the chain comes back (no target is treated as an
   // intermediate file that may stay missing), and only what follows from it reruns.
   fs::remove(study + "/results/fit.json");
@@ -224,7 +226,7 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   CHECK(test::count_lines_starting(r.output, "train ") == 0);
   CHECK(test::count_lines_starting(r.output, "fit-law ") == 1);
   CHECK(test::count_lines_starting(r.output, "probe-grads measure") == 0);
-  REQUIRE(run(make(vars)).exit_code == 0);
+  REQUIRE_OK(make(vars));
   CHECK(fs::exists(study + "/results/fit.json"));
   // Other fit options rerun the fit onward only.
   r = run(make("-n -f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=4096 VOCAB=400 FIT_ARGS='-B 10 --no-loo'"));
@@ -237,6 +239,7 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
   r = run(make("-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=6144 VOCAB=400 FIT_ARGS='-B 20 --no-loo' -n"));
   CHECK(test::count_lines_starting(r.output, "train ") == grid_runs);
   r = run(make("-f pipelines/micro.mk FAST=1 DATA=" + data + " TOKENS=6144 VOCAB=400 FIT_ARGS='-B 20 --no-loo' runs"));
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("retraining it from scratch"));
   // the terminal: a line per run as it starts and as it ends, with its result and the ETA
@@ -328,9 +331,11 @@ TEST_CASE("a grid is checked before anything runs, naming the file and line") {
   }
   // One width runs with LENIENT=1, warned; a depth that never varies is a warning up front.
   auto r = plan(dir, "a 1 16\nb 2 16\n", "LENIENT=1");
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains(grid + ": warning: the width does not vary"));
   r = plan(dir, "a 2 16\nb 2 32\n");
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("warning: depth does not vary at any width: the U-curve question cannot be asked"));
   CHECK(test::count_lines_starting(r.output, "train --out") == 2);
@@ -356,6 +361,7 @@ TEST_CASE("sweeps expand a grid row into one run per value, composing with seeds
 
   // With SEEDS: the replicates of one learning rate form a group.
   r = plan(dir, "a 1 16\nb 2 32\n", "LRS='1e-3 1e-2' SEEDS='7 8'");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(lines_starting(r.output, "train --out").size() == 8);
   auto line = lines_starting(r.output, "train --out " + dir.path() + "/data/micro/study-seeds/runs/b-lr1e-2-s8 ");
@@ -365,6 +371,7 @@ TEST_CASE("sweeps expand a grid row into one run per value, composing with seeds
   // A row's own comma list sweeps that row only; lists of flags that are not sweepable
   // (--probe-steps takes a list) stay one value; two lists multiply.
   r = plan(dir, "a 1 16 --lr 1e-3,3e-3 --probe-steps 1,2\nb 2 32\nc 2 16 --lr 1e-3,3e-3 --weight-decay 0,0.1\n");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   trains = lines_starting(r.output, "train --out");
   CHECK(trains.size() == 2 + 1 + 4);
@@ -530,6 +537,7 @@ TEST_CASE("make controls: three arms, per-row lr lists, best-of-lr selection, a 
   const std::string more = dir.path() + "/more.grid";
   test::write_text(more, "# more\ninclude controls.grid\nw16-d8 8 16\n");
   r = run("cd " + test::source("") + " && scripts/controls-grid arm sp " + more + " --default-lrs '1e-3 3e-3' 2>&1");
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(test::count_lines_starting(r.output, "w16-d1 1 16 --lr 1e-3,3e-3,1e-2") == 1);
   CHECK(test::count_lines_starting(r.output, "w16-d8 8 16 --lr 1e-3,3e-3") == 1);
@@ -634,6 +642,7 @@ TEST_CASE("make-chinchilla-report: the budget table per arm from the runs' summa
   CHECK_THAT(readme, Catch::Contains("| w16-d2 | 2 | 16 | 150 | 3000 | 20 | 3 | 0.01 | 5.1235 |"));
   // the count chooses the N column and so tokens/param
   r = run(cmd + "non-embedding 2>&1");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(test::read_text(report + "/README.md"), Catch::Contains("| w16-d1 | 1 | 16 | 50 | 2000 | 40 | 2 |"));
 }
@@ -689,6 +698,7 @@ TEST_CASE("every tool: a usage error is one line `tool: error: ... (see --help)`
   for (const std::string tool : {"tokenize", "shard", "train", "probe-grads", "fit-law", "audit"}) {
     auto help = run(test::bin(tool) + " --help 2>&1");
     INFO(tool << "\n" << help.output);
+    INFO(help.output);
     CHECK(help.exit_code == 0);
     CHECK_THAT(help.output, Catch::Contains("--help"));
   }

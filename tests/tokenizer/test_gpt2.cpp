@@ -156,6 +156,7 @@ TEST_CASE("gpt2: tokenize encode gives the JS reference's ids on the embedded co
     const std::string out = dir.path() + "/t" + std::to_string(threads);
     auto r = run(bin("tokenize") + " encode -q -t " + std::to_string(threads) + " --batch-bytes 100000 -m " +
                  gpt2_dir() + " " + corpus + " -o " + out);
+    INFO(r.output);
     REQUIRE(r.exit_code == 0);
     TokenizerInfo info;
     std::vector<uint32_t> ids = stream_ids(out, &info);
@@ -271,8 +272,9 @@ TEST_CASE("gpt2: decode gives every document back byte for byte") {
   }
   // through the tools: the corpus, encoded, decoded to the corpus layout, same texts
   const std::string stream = dir.path() + "/s", decoded = dir.path() + "/d.jsonl";
-  REQUIRE(run(bin("tokenize") + " encode -q -m " + gpt2_dir() + " " + brown_jsonl() + " -o " + stream).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " encode -q -m " + gpt2_dir() + " " + brown_jsonl() + " -o " + stream);
   auto r = run(bin("tokenize") + " decode -m " + gpt2_dir() + " --format jsonl " + stream + " -o " + decoded);
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   std::ifstream a(brown_jsonl()), b(decoded);
   std::string la, lb;
@@ -291,10 +293,11 @@ TEST_CASE("gpt2: streams and manifests name the tokenizer, and another tokenizer
   test::TempDir dir;
   const std::string corpus = dir.path() + "/c.jsonl", sp = dir.path() + "/sp.model";
   test::write_synthetic_corpus(corpus, 200, 3);
-  REQUIRE(run(bin("tokenize") + " train-model " + corpus + " --vocab-size 300 -q -o " + sp).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " train-model " + corpus + " --vocab-size 300 -q -o " + sp);
   const std::string stream = dir.path() + "/s", shards = dir.path() + "/shards";
-  REQUIRE(run(bin("tokenize") + " encode -q -m " + gpt2_dir() + " " + corpus + " -o " + stream).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " encode -q -m " + gpt2_dir() + " " + corpus + " -o " + stream);
   auto r = run(bin("shard") + " write -q --tokenizer " + gpt2_dir() + " -o " + shards + " " + stream);
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto manifest = nlohmann::json::parse(test::read_text(shards + "/manifest.json"));
   const auto& t = manifest.at("tokenizer");
@@ -310,7 +313,9 @@ TEST_CASE("gpt2: streams and manifests name the tokenizer, and another tokenizer
   // shard cat decodes through the GPT-2 directory as tokenize decode does, and refuses the other model
   auto text = run(bin("shard") + " cat --split train --format text --tokenizer " + gpt2_dir() + " " + shards);
   auto piped = run(bin("shard") + " cat --split train " + shards + " | " + bin("tokenize") + " decode -m " + gpt2_dir());
+  INFO(text.output);
   REQUIRE(text.exit_code == 0);
+  INFO(piped.output);
   REQUIRE(piped.exit_code == 0);
   CHECK(text.output == piped.output);
   CHECK_FALSE(text.output.empty());
@@ -326,7 +331,7 @@ TEST_CASE("gpt2: streams and manifests name the tokenizer, and another tokenizer
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("gpt2"));
   const std::string sp_stream = dir.path() + "/sp.s";
-  REQUIRE(run(bin("tokenize") + " encode -q -m " + sp + " " + corpus + " -o " + sp_stream).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " encode -q -m " + sp + " " + corpus + " -o " + sp_stream);
   r = run(bin("tokenize") + " decode -m " + gpt2_dir() + " " + sp_stream);
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("sentencepiece"));
@@ -387,7 +392,7 @@ TEST_CASE("records from before the kind was named read as sentencepiece") {
 
   // a manifest without tokenizer.kind
   const std::string shards = dir.path() + "/shards";
-  REQUIRE(run(bin("shard") + " write -q -o " + shards + " " + stream).exit_code == 0);
+  REQUIRE_OK(bin("shard") + " write -q -o " + shards + " " + stream);
   auto manifest = nlohmann::json::parse(test::read_text(shards + "/manifest.json"));
   CHECK(manifest.at("tokenizer").at("kind") == "sentencepiece");
   manifest["tokenizer"].erase("kind");

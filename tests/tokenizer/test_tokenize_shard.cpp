@@ -50,11 +50,11 @@ std::string encode_cmd(const std::string& extra = "") {
 TEST_CASE("encode output is byte-identical for any thread count; another batch size gives the same shards") {
   auto& f = fixture();
   std::string out = f.dir.path() + "/t";
-  REQUIRE(run(encode_cmd("-t 1 -o " + out + "1")).exit_code == 0);
-  REQUIRE(run(encode_cmd("-t 2 -o " + out + "2")).exit_code == 0);
-  REQUIRE(run(encode_cmd("-t 4 -o " + out + "4")).exit_code == 0);
+  REQUIRE_OK(encode_cmd("-t 1 -o " + out + "1"));
+  REQUIRE_OK(encode_cmd("-t 2 -o " + out + "2"));
+  REQUIRE_OK(encode_cmd("-t 4 -o " + out + "4"));
   // batches far smaller than the corpus: many batches in flight, reassembled in order
-  REQUIRE(run(encode_cmd("-t 2 --batch-bytes 20000 -o " + out + "b")).exit_code == 0);
+  REQUIRE_OK(encode_cmd("-t 2 --batch-bytes 20000 -o " + out + "b"));
   std::string one = test::read_text(out + "1");
   CHECK(one.size() > 10000);
   CHECK(fs::file_size(fixture().corpus) > 5 * 20000);
@@ -64,7 +64,7 @@ TEST_CASE("encode output is byte-identical for any thread count; another batch s
   // but the documents are the same, and so are the shards written from it
   CHECK(test::read_text(out + "b") != one);
   for (const char* s : {"1", "b"})
-    REQUIRE(run(bin("shard") + " write -q -o " + out + s + ".shards " + out + s).exit_code == 0);
+    REQUIRE_OK(bin("shard") + " write -q -o " + out + s + ".shards " + out + s);
   int shards = 0;
   for (const auto& entry : fs::directory_iterator(out + "1.shards")) {
     const std::string name = entry.path().filename().string();
@@ -75,7 +75,7 @@ TEST_CASE("encode output is byte-identical for any thread count; another batch s
   }
   CHECK(shards >= 1);
   // Stdout and a file give the same bytes.
-  REQUIRE(run(encode_cmd("-t 2 > " + out + "s")).exit_code == 0);
+  REQUIRE_OK(encode_cmd("-t 2 > " + out + "s"));
   CHECK(test::read_text(out + "s") == one);
 }
 
@@ -84,6 +84,7 @@ TEST_CASE("tokenize encode piped into shard write gives verified shards recordin
   std::string shards = f.dir.path() + "/shards";
   auto r = run(encode_cmd() + " | " + bin("shard") + " write -q --validation-fraction 0.1 --tokenizer " + f.model +
                " -o " + shards);
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto dataset = TokenDataset::open(shards);
   CHECK(dataset.vocab_size() == 400);
@@ -92,9 +93,11 @@ TEST_CASE("tokenize encode piped into shard write gives verified shards recordin
   CHECK(dataset.split("validation").num_documents() > 15);
   dataset.check_tokenizer(f.model);
   auto v = run(bin("shard") + " verify -q " + shards);
+  INFO(v.output);
   CHECK(v.exit_code == 0);
   CHECK_THAT(v.output, Catch::Contains("every checksum matches"));
   auto i = run(bin("shard") + " inspect " + shards);
+  INFO(i.output);
   CHECK(i.exit_code == 0);
   CHECK_THAT(i.output, Catch::Contains("compression:") && Catch::Contains("vocab 400"));
   auto j = run(bin("shard") + " inspect --json " + shards);
@@ -104,13 +107,13 @@ TEST_CASE("tokenize encode piped into shard write gives verified shards recordin
 TEST_CASE("a tokenizer that does not match the recorded hash is refused") {
   auto& f = fixture();
   std::string other = f.dir.path() + "/other.model";
-  REQUIRE(run(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other);
   auto r = run(encode_cmd() + " | " + bin("shard") + " write -q --tokenizer " + other + " -o " + f.dir.path() + "/x");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("other.model") && Catch::Contains("is not the one that produced"));
   CHECK_FALSE(fs::exists(f.dir.path() + "/x/manifest.json"));
   std::string shards = f.dir.path() + "/shards-hash";
-  REQUIRE(run(encode_cmd() + " | " + bin("shard") + " write -q -o " + shards).exit_code == 0);
+  REQUIRE_OK(encode_cmd() + " | " + bin("shard") + " write -q -o " + shards);
   CHECK_THROWS_WITH(TokenDataset::open(shards).check_tokenizer(other), Catch::Contains("does not match"));
 }
 
@@ -123,6 +126,7 @@ TEST_CASE("bad inputs give one clear message and a non-zero exit") {
   CHECK_THAT(r.output, Catch::StartsWith("tokenize: error: " + bad + ":2: malformed JSON"));
   CHECK_FALSE(fs::exists(f.dir.path() + "/bad.tok"));  // no half-written output
   r = run(bin("tokenize") + " encode -q --skip-bad -m " + f.model + " " + bad + " -o " + f.dir.path() + "/bad.tok");
+  INFO(r.output);
   CHECK(r.exit_code == 0);
 
   r = run(bin("tokenize") + " encode -q -m " + f.corpus + " " + f.corpus);
@@ -135,7 +139,7 @@ TEST_CASE("bad inputs give one clear message and a non-zero exit") {
 
   // A stream cut short (producer died) is rejected and leaves no manifest.
   std::string stream = f.dir.path() + "/full.tok";
-  REQUIRE(run(encode_cmd("-o " + stream)).exit_code == 0);
+  REQUIRE_OK(encode_cmd("-o " + stream));
   std::string bytes = test::read_text(stream);
   test::write_text(stream + ".cut", bytes.substr(0, bytes.size() - 40));
   r = run(bin("shard") + " write -q -o " + f.dir.path() + "/cut " + stream + ".cut");
@@ -161,7 +165,7 @@ TEST_CASE("a shard run killed by SIGKILL or SIGINT leaves no file that looks val
   for (int i = 0; i < 30; ++i) repeated += corpus;
   test::write_text(big, repeated);
   std::string stream = f.dir.path() + "/big.tok";
-  REQUIRE(run(bin("tokenize") + " encode -q -m " + f.model + " " + big + " -o " + stream).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " encode -q -m " + f.model + " " + big + " -o " + stream);
   for (int sig : {SIGKILL, SIGINT}) {
     std::string out = f.dir.path() + "/killed" + std::to_string(sig);
     pid_t pid = fork();
@@ -195,6 +199,7 @@ TEST_CASE("a shard run killed by SIGKILL or SIGINT leaves no file that looks val
       CHECK_NOTHROW(ShardFile(entry.path().string()).verify());
     }
     auto again = run(bin("shard") + " write -q -o " + out + " " + stream);
+    INFO(again.output);
     CHECK(again.exit_code == 0);
     CHECK(run(bin("shard") + " verify -q " + out).exit_code == 0);
   }
@@ -237,9 +242,10 @@ TEST_CASE("text -> encode -> shard -> cat -> decode gives sentencepiece's own no
   test::write_text(plain, lines);
   std::string shards = f.dir.path() + "/norm-shards";
   // Every document in train, in input order.
-  REQUIRE(run(bin("tokenize") + " encode -q -m " + f.model + " " + corpus + " | " + bin("shard") +
-              " write -q --validation-fraction 0 -o " + shards).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " encode -q -m " + f.model + " " + corpus + " | " + bin("shard") +
+              " write -q --validation-fraction 0 -o " + shards);
   auto decoded = run(bin("shard") + " cat " + shards + " | " + bin("tokenize") + " decode -m " + f.model);
+  INFO(decoded.output);
   REQUIRE(decoded.exit_code == 0);
   // spm_normalize (Debian's sentencepiece package) applies the model's normalizer alone.
   auto expected = run("spm_normalize --model=" + f.model + " " + plain + " 2>/dev/null");
@@ -256,14 +262,15 @@ TEST_CASE("text -> encode -> shard -> cat -> decode gives sentencepiece's own no
   auto text = run(bin("shard") + " cat --format text --tokenizer " + f.model + " " + shards);
   CHECK(text.output == decoded.output);
   std::string out = f.dir.path() + "/norm-decoded.jsonl";
-  REQUIRE(run(bin("shard") + " cat " + shards + " | " + bin("tokenize") + " decode --format jsonl -m " + f.model +
-              " -o " + out).exit_code == 0);
+  REQUIRE_OK(bin("shard") + " cat " + shards + " | " + bin("tokenize") + " decode --format jsonl -m " + f.model +
+              " -o " + out);
   std::string from_jsonl;
   std::istringstream in(test::read_text(out));
   for (std::string line; std::getline(in, line);) from_jsonl += nlohmann::json::parse(line).at("text").get<std::string>() + "\n";
   CHECK(from_jsonl == decoded.output);
   // jsonl is the corpus layout: encoding it again gives the same tokens.
   auto again = run(bin("tokenize") + " encode -q -m " + f.model + " " + out + " | " + bin("shard") + " write -q --validation-fraction 0 -o " + shards + "2");
+  INFO(again.output);
   REQUIRE(again.exit_code == 0);
   CHECK(TokenDataset::open(shards + "2").split("train").read(0, 2000) == TokenDataset::open(shards).split("train").read(0, 2000));
 }
@@ -271,24 +278,24 @@ TEST_CASE("text -> encode -> shard -> cat -> decode gives sentencepiece's own no
 TEST_CASE("shard cat: '-' and a file give the same bytes, and ranges, raw ids and streams agree") {
   auto& f = fixture();
   std::string shards = f.dir.path() + "/cat-shards", d = f.dir.path() + "/cat-";
-  REQUIRE(run(encode_cmd() + " | " + bin("shard") + " write -q --validation-fraction 0.1 --tokenizer " + f.model +
-              " -o " + shards).exit_code == 0);
+  REQUIRE_OK(encode_cmd() + " | " + bin("shard") + " write -q --validation-fraction 0.1 --tokenizer " + f.model +
+              " -o " + shards);
   auto dataset = TokenDataset::open(shards);
   const auto& train = dataset.split("train");
-  REQUIRE(run(bin("shard") + " cat " + shards + " -o " + d + "file").exit_code == 0);
-  REQUIRE(run(bin("shard") + " cat " + shards + " -o - > " + d + "stdout").exit_code == 0);
+  REQUIRE_OK(bin("shard") + " cat " + shards + " -o " + d + "file");
+  REQUIRE_OK(bin("shard") + " cat " + shards + " -o - > " + d + "stdout");
   CHECK(test::read_text(d + "file") == test::read_text(d + "stdout"));
   // cat | write copies a split, as docs/formats.md says: with --validation-fraction 0 the
   // validation split's documents, in order, become the copy's train split
-  REQUIRE(run(bin("shard") + " cat --split validation " + shards + " | " + bin("shard") +
-              " write -q --validation-fraction 0 -o " + d + "copy").exit_code == 0);
+  REQUIRE_OK(bin("shard") + " cat --split validation " + shards + " | " + bin("shard") +
+              " write -q --validation-fraction 0 -o " + d + "copy");
   CHECK(TokenDataset::open(d + "copy").split("train").read(0, dataset.split("validation").num_tokens()) ==
         dataset.split("validation").read(0, dataset.split("validation").num_tokens()));
   CHECK(TokenDataset::open(d + "copy").split("train").num_tokens() == dataset.split("validation").num_tokens());
 
   // raw16 is the split's tokens exactly (EOS after each document).
-  REQUIRE(run(bin("shard") + " cat --format raw16 " + shards + " > " + d + "raw16").exit_code == 0);
-  REQUIRE(run(bin("shard") + " cat --format raw32 " + shards + " > " + d + "raw32").exit_code == 0);
+  REQUIRE_OK(bin("shard") + " cat --format raw16 " + shards + " > " + d + "raw16");
+  REQUIRE_OK(bin("shard") + " cat --format raw32 " + shards + " > " + d + "raw32");
   std::string raw16 = test::read_text(d + "raw16"), raw32 = test::read_text(d + "raw32");
   REQUIRE(raw16.size() == train.num_tokens() * 2);
   REQUIRE(raw32.size() == train.num_tokens() * 4);
@@ -302,10 +309,11 @@ TEST_CASE("shard cat: '-' and a file give the same bytes, and ranges, raw ids an
   CHECK(same);
   // Every input format decodes to the same text, stdout or file.
   auto text = run(bin("tokenize") + " decode -m " + f.model + " " + d + "file");
+  INFO(text.output);
   REQUIRE(text.exit_code == 0);
   CHECK(run(bin("tokenize") + " decode --input-format raw16 -m " + f.model + " < " + d + "raw16").output == text.output);
   CHECK(run(bin("tokenize") + " decode --input-format raw32 -m " + f.model + " " + d + "raw32").output == text.output);
-  REQUIRE(run(bin("tokenize") + " decode -m " + f.model + " -o " + d + "text " + d + "file").exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " decode -m " + f.model + " -o " + d + "text " + d + "file");
   CHECK(test::read_text(d + "text") == text.output);
   size_t lines = std::count(text.output.begin(), text.output.end(), '\n');
   CHECK(lines == train.num_documents());
@@ -326,12 +334,13 @@ TEST_CASE("shard cat: '-' and a file give the same bytes, and ranges, raw ids an
             " " + shards).output == nth_lines(text.output, lines - 2, lines));
   auto validation = run(bin("shard") + " cat --split validation " + shards + " | " + bin("tokenize") + " decode -m " +
                         f.model + " | head -n 2");
+  INFO(validation.output);
   CHECK(validation.exit_code == 0);
   CHECK(std::count(validation.output.begin(), validation.output.end(), '\n') == 2);
 
   // A split streamed back into shard write is the same split.
-  REQUIRE(run(bin("shard") + " cat " + shards + " | " + bin("shard") + " write -q --validation-fraction 0 -o " + d +
-              "copy").exit_code == 0);
+  REQUIRE_OK(bin("shard") + " cat " + shards + " | " + bin("shard") + " write -q --validation-fraction 0 -o " + d +
+              "copy");
   auto copied = TokenDataset::open(d + "copy");
   const auto& copy = copied.split("train");
   CHECK(copy.num_tokens() == train.num_tokens());
@@ -341,9 +350,9 @@ TEST_CASE("shard cat: '-' and a file give the same bytes, and ranges, raw ids an
 TEST_CASE("shard cat and tokenize decode refuse what they cannot do, naming why") {
   auto& f = fixture();
   std::string shards = f.dir.path() + "/cat-bad";
-  REQUIRE(run(encode_cmd() + " | " + bin("shard") + " write -q -o " + shards).exit_code == 0);
+  REQUIRE_OK(encode_cmd() + " | " + bin("shard") + " write -q -o " + shards);
   std::string other = f.dir.path() + "/other-decode.model";
-  REQUIRE(run(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other).exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other);
   auto r = run(bin("shard") + " cat " + shards + " | " + bin("tokenize") + " decode -m " + other);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("other-decode.model") && Catch::Contains("is not the one that produced the token stream"));
@@ -379,9 +388,10 @@ TEST_CASE("shard write --test-input puts every document of a second stream in th
   std::string held = f.dir.path() + "/held.jsonl", plain = f.dir.path() + "/plain", with = f.dir.path() + "/with";
   test::write_synthetic_corpus(held, 12, 77);
   std::string write = bin("shard") + " write -q --validation-fraction 0.1 --tokenizer " + f.model;
-  REQUIRE(run(encode_cmd() + " | " + write + " -o " + plain).exit_code == 0);
-  REQUIRE(run(bin("tokenize") + " encode -q -m " + f.model + " " + held + " -o " + held + ".tok").exit_code == 0);
+  REQUIRE_OK(encode_cmd() + " | " + write + " -o " + plain);
+  REQUIRE_OK(bin("tokenize") + " encode -q -m " + f.model + " " + held + " -o " + held + ".tok");
   auto r = run(encode_cmd() + " | " + write + " --test-input " + held + ".tok -o " + with);
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto a = TokenDataset::open(plain), b = TokenDataset::open(with);
   CHECK(a.split("test").num_documents() == 0);
@@ -398,8 +408,8 @@ TEST_CASE("shard write --test-input puts every document of a second stream in th
   CHECK_THAT(text.output, Catch::Contains(" d11"));
   // Another tokenizer's stream is refused.
   std::string other = f.dir.path() + "/other-test.model";
-  REQUIRE(run(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other).exit_code == 0);
-  REQUIRE(run(bin("tokenize") + " encode -q -m " + other + " " + held + " -o " + held + ".other").exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " train-model " + f.corpus + " --vocab-size 350 -q -o " + other);
+  REQUIRE_OK(bin("tokenize") + " encode -q -m " + other + " " + held + " -o " + held + ".other");
   r = run(encode_cmd() + " | " + write + " --test-input " + held + ".other -o " + f.dir.path() + "/mixed");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("--test-input was encoded with another tokenizer"));
@@ -410,14 +420,15 @@ TEST_CASE("tokenize train-model on a tiny corpus works, or says the vocabulary i
   std::string tiny = f.dir.path() + "/tiny.jsonl", model = f.dir.path() + "/tiny.model";
   test::write_synthetic_corpus(tiny, 6, 5);  // a few dozen lines, below sentencepiece's 100
   auto r = run(bin("tokenize") + " train-model " + tiny + " --vocab-size 300 -q -o " + model);
+  INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("trainer_interface") == std::string::npos);
   CHECK(run(bin("tokenize") + " encode -q -m " + model + " " + tiny + " -o " + f.dir.path() + "/tiny.tok").exit_code == 0);
   // -o - is stdout: the same model bytes as a file, and no file named '-'
   test::TempDir cwd;
-  REQUIRE(run(bin("tokenize") + " train-model " + tiny + " --vocab-size 300 --threads 1 -q -o " + model + "1").exit_code == 0);
-  REQUIRE(run("cd " + cwd.path() + " && " + bin("tokenize") + " train-model " + tiny +
-              " --vocab-size 300 --threads 1 -q -o - > " + model + "-stdout").exit_code == 0);
+  REQUIRE_OK(bin("tokenize") + " train-model " + tiny + " --vocab-size 300 --threads 1 -q -o " + model + "1");
+  REQUIRE_OK("cd " + cwd.path() + " && " + bin("tokenize") + " train-model " + tiny +
+              " --vocab-size 300 --threads 1 -q -o - > " + model + "-stdout");
   CHECK(test::read_text(model + "-stdout") == test::read_text(model + "1"));
   CHECK_FALSE(fs::exists(cwd.path() + "/-"));
   r = run(bin("tokenize") + " train-model " + tiny + " --vocab-size 4096 -q -o " + model + "2");

@@ -55,6 +55,7 @@ TEST_CASE("the sweepable flags: the table's, in train --options-json, README.md 
   CHECK(listed_in("README.md", "A row may sweep a flag") == flags);
   CHECK(listed_in("docs/formats.md", "Expansion, in this order") == flags);
   auto r = test::run(test::bin("train") + " --options-json");
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto rows = nlohmann::json::parse(r.output);
   std::set<std::string> from_cli;
@@ -82,6 +83,7 @@ TEST_CASE("a warmup given in steps is not capped unless the cap is given too, fr
 TEST_CASE("train --options-json gives the defaults train --help shows and a command line starts from") {
   // the table's vocab_size said 50257 while the command line's is 0 (from the manifest)
   auto help = test::run(test::bin("train") + " --help");
+  INFO(help.output);
   REQUIRE(help.exit_code == 0);
   int compared = 0;
   for (const auto& row : options_table_json()) {

@@ -135,7 +135,7 @@ TEST_CASE("train: SIGKILL mid-run, resume: the loss sequence is bit-identical") 
   const std::string straight = tmp.path() + "/straight", killed = tmp.path() + "/killed",
                     torn = tmp.path() + "/torn";
   const std::string opts = " --steps 12 --checkpoint-every 4 --keep-checkpoints 2 --probe-steps 6,10";
-  REQUIRE(run(base_args(straight) + opts).exit_code == 0);
+  REQUIRE_OK(base_args(straight) + opts);
   auto reference = train_losses(straight);
   REQUIRE(reference.size() == 12);
 
@@ -173,7 +173,7 @@ TEST_CASE("train: SIGKILL mid-run, resume: the loss sequence is bit-identical") 
 TEST_CASE("train: a changed configuration is refused on resume") {
   TempDir tmp;
   std::string out = tmp.path() + "/run";
-  REQUIRE(run(base_args(out) + " --steps 4 --checkpoint-every 2").exit_code == 0);
+  REQUIRE_OK(base_args(out) + " --steps 4 --checkpoint-every 2");
   auto r = run(base_args(out) + " --steps 4 --checkpoint-every 2 --weight-decay 0.2");
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("differs from the checkpoint") != std::string::npos);
@@ -213,7 +213,9 @@ TEST_CASE("train: the parameterization and its AdamW groups are printed and reco
   // the default is SP, and saying so changes no bit
   auto a = run(base_args(tmp.path() + "/sp-default") + " --steps 3");
   auto b = run(base_args(tmp.path() + "/sp-explicit") + " --steps 3 --param sp --base-width 64 --depth-alpha 0.5");
+  INFO(a.output);
   REQUIRE(a.exit_code == 0);
+  INFO(b.output);
   REQUIRE(b.exit_code == 0);
   CHECK(train_losses(tmp.path() + "/sp-default") == train_losses(tmp.path() + "/sp-explicit"));
 }
@@ -228,6 +230,7 @@ TEST_CASE("train shapes: widths at equal parameters, as a grid") {
   CHECK(r.output.find("\nn196608-d2-w96 2 96\n") != std::string::npos);  // 221184: +12.5%, nearer than 80 (-22%)
   CHECK(r.output.find("12DW2 221184 (+12.5%)") != std::string::npos);
   auto j = run(bin("train") + " --head-dim 16 --vocab-size 2048 shapes --params 200000 --depths 2 --format json");
+  INFO(j.output);
   REQUIRE(j.exit_code == 0);
   json parsed = json::parse(j.output);
   CHECK(parsed["shapes"][0]["width"] == 96);
@@ -240,7 +243,7 @@ TEST_CASE("train shapes: widths at equal parameters, as a grid") {
 TEST_CASE("train: a checkpoint from another data-parallel world size is refused on resume") {
   TempDir tmp;
   std::string out = tmp.path() + "/run";
-  REQUIRE(run(base_args(out) + " --steps 4 --checkpoint-every 2").exit_code == 0);
+  REQUIRE_OK(base_args(out) + " --steps 4 --checkpoint-every 2");
   std::string state_path = out + "/checkpoints/step_000000000004/state.json";
   json state = json::parse(read_text(state_path));
   CHECK(state.at("world_size") == 1);
@@ -249,8 +252,8 @@ TEST_CASE("train: a checkpoint from another data-parallel world size is refused 
   state["world_size"] = 2;
   write_text(state_path, state.dump());
   // as if written so: the checksums follow (a hand-edited file alone is a damaged checkpoint)
-  REQUIRE(run("cd " + out + "/checkpoints/step_000000000004 && sha256sum model.pt optimizer.pt rng.pt state.json "
-              "> SHA256SUMS").exit_code == 0);
+  REQUIRE_OK("cd " + out + "/checkpoints/step_000000000004 && sha256sum model.pt optimizer.pt rng.pt state.json "
+              "> SHA256SUMS");
   auto r = run(base_args(out) + " --steps 4 --checkpoint-every 2");
   CHECK(r.exit_code == 1);
   INFO(r.output);
@@ -322,7 +325,7 @@ TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the
   TempDir tmp;
   const std::string one = tmp.path() + "/one", two = tmp.path() + "/two";
   const std::string opts = " --steps 6 --batch-tokens 256 --checkpoint-every 3";
-  REQUIRE(run(base_args(one) + opts + " --micro-batch 4").exit_code == 0);
+  REQUIRE_OK(base_args(one) + opts + " --micro-batch 4");
   const int port = free_loopback_port();
   auto env = [&](int rank) {
     return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
@@ -348,7 +351,7 @@ TEST_CASE("train: a named backend with one rank runs its collectives and changes
   TempDir tmp;
   const std::string plain = tmp.path() + "/plain", one_rank = tmp.path() + "/one-rank";
   const std::string opts = " --steps 4 --batch-tokens 256 --micro-batch 2";
-  REQUIRE(run(base_args(plain) + opts).exit_code == 0);
+  REQUIRE_OK(base_args(plain) + opts);
   const int port = free_loopback_port();
   auto r = run("SHAPELAW_DIST_BACKEND=gloo WORLD_SIZE=1 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
                std::to_string(port) + " " + base_args(one_rank) + opts);
@@ -456,6 +459,7 @@ TEST_CASE("train: a data-parallel backend that is unknown or not built is refuse
 
 TEST_CASE("train --version names the LibTorch and the BLAS kernels it runs with") {
   auto version = run(bin("train") + " --version");
+  INFO(version.output);
   REQUIRE(version.exit_code == 0);
   CHECK_THAT(version.output, Catch::StartsWith("train (shapelaw "));
   CHECK_THAT(version.output, Catch::Contains("LibTorch "));
@@ -565,6 +569,7 @@ TEST_CASE("train --vocab-multiple 64: the unpadded run's losses bit for bit, the
   auto padded = run(base_args(tmp.path() + "/padded") + shape + " --vocab-multiple 64");
   INFO(plain.output << padded.output);
   REQUIRE(plain.exit_code == 0);
+  INFO(padded.output);
   REQUIRE(padded.exit_code == 0);
   CHECK(train_losses(tmp.path() + "/plain").size() == 6);
   CHECK(train_losses(tmp.path() + "/plain") == train_losses(tmp.path() + "/padded"));
@@ -598,6 +603,7 @@ TEST_CASE("train --plan: plans a 7B run for CUDA on a machine without a GPU, wor
   CHECK(j["fits"] == true);
   // no launcher connection: WORLD_SIZE alone, with nobody listening anywhere
   auto env = run("WORLD_SIZE=4 MASTER_ADDR=203.0.113.1 " + args + " --plan --format json");
+  INFO(env.output);
   REQUIRE(env.exit_code == 0);
   CHECK(json::parse(env.output)["world_size"] == 4);
   CHECK(json::parse(env.output)["fits"] == false);  // 108 GB of state per rank without ZeRO
@@ -640,7 +646,7 @@ TEST_CASE("train --zero 1: 2 ranks match plain data parallel, moments per rank h
   REQUIRE(b.size() == 6);
   for (size_t i = 0; i < a.size(); ++i) CHECK(b[i] == Approx(a[i]).margin(1e-6));
   // optimizer state per rank, measured: 8 bytes per parameter, or per parameter of the slice
-  REQUIRE(run(base_args(single) + opts + " --zero 1").exit_code == 0);
+  REQUIRE_OK(base_args(single) + opts + " --zero 1");
   auto moments = [](const std::string& out) {
     return json::parse(read_file(out + "/summary.json"))["memory"]["measured"]["optimizer_state"].get<int64_t>();
   };
@@ -676,6 +682,7 @@ TEST_CASE("train --zero 2: 2 ranks match plain data parallel, gradients per rank
   auto losses_of = [&](const std::string& name, const std::string& flags) {
     auto r = two_ranks(base_args(tmp.path() + "/" + name) + opts + flags, tmp.path());
     INFO(name << ": " << r.output << read_text(tmp.path() + "/rank1.log"));
+    INFO(r.output);
     REQUIRE(r.exit_code == 0);
     return train_losses(tmp.path() + "/" + name);
   };
@@ -752,6 +759,7 @@ TEST_CASE("train --zero 2: 2 ranks match plain data parallel, gradients per rank
   auto r = two_ranks(base_args(killed) + opts + " --zero 2 --probe-steps 3 --debug-kill-at-step 5", tmp.path());
   CHECK(r.exit_code == 128 + 9);
   r = two_ranks(base_args(killed) + opts + " --zero 2 --probe-steps 3", tmp.path());
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("resuming from"));
   CHECK(train_losses(killed) == probed);
@@ -763,7 +771,7 @@ TEST_CASE("train --zero 2: 2 ranks match plain data parallel, gradients per rank
 TEST_CASE("train eval: the final checkpoint on the validation split is summary.json's final_val_loss") {
   TempDir tmp;
   const std::string out = tmp.path() + "/run";
-  REQUIRE(run(base_args(out) + " --steps 8 --checkpoint-every 4").exit_code == 0);
+  REQUIRE_OK(base_args(out) + " --steps 8 --checkpoint-every 4");
   json s = json::parse(read_file(out + "/summary.json"));
   auto r = run(bin("train") + " eval " + out + " --split validation --threads 1 2>/dev/null");
   INFO(r.output);
@@ -777,7 +785,7 @@ TEST_CASE("train eval: the final checkpoint on the validation split is summary.j
   CHECK(e["capped"] == false);
 
   // -o FILE writes the same record; an earlier checkpoint is another (worse) model.
-  REQUIRE(run(bin("train") + " eval " + out + " --split validation --threads 1 -o " + tmp.path() + "/e.json").exit_code == 0);
+  REQUIRE_OK(bin("train") + " eval " + out + " --split validation --threads 1 -o " + tmp.path() + "/e.json");
   CHECK(json::parse(read_file(tmp.path() + "/e.json")) == e);
   auto early = json::parse(run(bin("train") + " eval " + out + " --step 4 --split validation --threads 1 2>/dev/null").output);
   CHECK(early["step"] == 4);
@@ -805,7 +813,7 @@ TEST_CASE("train eval: the final checkpoint on the validation split is summary.j
 TEST_CASE("train eval: any split of another shard set with the run's tokenizer, and no other") {
   TempDir tmp;
   const std::string out = tmp.path() + "/run";
-  REQUIRE(run(base_args(out) + " --steps 4").exit_code == 0);
+  REQUIRE_OK(base_args(out) + " --steps 4");
   const std::string other = write_learnable_shards(tmp.path() + "/other", 'a', 40);
   auto r = run(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 0 --threads 1 2>/dev/null");
   INFO(r.output);
@@ -819,6 +827,7 @@ TEST_CASE("train eval: any split of another shard set with the run's tokenizer, 
   CHECK(std::isfinite(e["loss"].get<double>()));
   // The run's --val-tokens by default, and a request larger than the split is capped, said so.
   auto capped = run(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 100000 --threads 1");
+  INFO(capped.output);
   CHECK(capped.exit_code == 0);
   CHECK_THAT(capped.output, Catch::Contains("--tokens 100000 capped to the split"));
 
@@ -856,6 +865,7 @@ TEST_CASE("train: the default warmup is capped for a short run, and every cap is
 
   // Given explicitly, the warmup is the user's: not capped (and warned about, as before).
   auto e = run(args + " --out " + explicit_out + " --warmup-steps 2000 --val-tokens 1024");
+  INFO(e.output);
   CHECK(e.exit_code == 0);
   CHECK(e.output.find("warmup capped") == std::string::npos);
   CHECK_THAT(e.output, Catch::Contains("is not shorter than the run"));
@@ -877,7 +887,7 @@ TEST_CASE("train: the default warmup is capped for a short run, and every cap is
 TEST_CASE("train: extending a finished run is refused, saying why and what to do") {
   TempDir tmp;
   const std::string out = tmp.path() + "/run";
-  REQUIRE(run(base_args(out) + " --steps 6").exit_code == 0);
+  REQUIRE_OK(base_args(out) + " --steps 6");
   for (const char* longer : {" --steps 12", " --tokens 1536"}) {
     auto r = run(base_args(out) + longer);
     INFO(r.output);

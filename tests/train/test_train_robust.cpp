@@ -108,10 +108,11 @@ TEST_CASE("train: one run per --out: a second process is refused, and so are sha
 
   // a finished run's directory, its checkpoints gone, with other binding flags
   const std::string done = tmp.path() + "/done";
-  REQUIRE(run(base_args(done) + " --steps 3").exit_code == 0);
+  REQUIRE_OK(base_args(done) + " --steps 3");
   const std::string summary = read_file(done + "/summary.json");
   // rerunning the finished run changes nothing: before, summary.json was rewritten (memory zeros)
   auto again = run(base_args(done) + " --steps 3");
+  INFO(again.output);
   CHECK(again.exit_code == 0);
   CHECK(again.output.find("already complete") != std::string::npos);
   CHECK(read_file(done + "/summary.json") == summary);
@@ -126,7 +127,7 @@ TEST_CASE("train: a full disk during a checkpoint is one clear line, exit 1, the
   TempDir tmp;
   const std::string straight = tmp.path() + "/straight", full = tmp.path() + "/full", last = tmp.path() + "/last";
   const std::string opts = " --steps 12 --checkpoint-every 4";
-  REQUIRE(run(base_args(straight) + opts).exit_code == 0);
+  REQUIRE_OK(base_args(straight) + opts);
   // A file-size limit makes every write past 200 KiB fail with EFBIG as a full disk fails
   // with ENOSPC: model.pt (~140 KB) fits, optimizer.pt (~260 KB) does not.
   const std::string limited = "ulimit -f 200; trap '' XFSZ; ";
@@ -161,10 +162,11 @@ TEST_CASE("train: checkpoint files are checksummed, a damaged newest one falls b
   TempDir tmp;
   const std::string straight = tmp.path() + "/straight", out = tmp.path() + "/run";
   const std::string opts = " --steps 12 --checkpoint-every 4";
-  REQUIRE(run(base_args(straight) + opts).exit_code == 0);
+  REQUIRE_OK(base_args(straight) + opts);
   REQUIRE(run(base_args(out) + opts + " --debug-kill-at-step 10").exit_code == 128 + 9);  // steps 4 and 8
   // SHA256SUMS is what sha256sum -c checks
   auto sums = run("cd " + out + kCheckpoint8 + " && sha256sum -c SHA256SUMS");
+  INFO(sums.output);
   CHECK(sums.exit_code == 0);
   for (auto f : {"model.pt: OK", "optimizer.pt: OK", "rng.pt: OK", "state.json: OK"})
     CHECK(sums.output.find(f) != std::string::npos);
@@ -234,7 +236,7 @@ TEST_CASE("train: SIGTERM after a step: a checkpoint there, exit 143, the resume
   TempDir tmp;
   const std::string straight = tmp.path() + "/straight", stopped = tmp.path() + "/stopped";
   const std::string opts = " --steps 12 --checkpoint-every 100 --probe-steps 9";
-  REQUIRE(run(base_args(straight) + opts).exit_code == 0);
+  REQUIRE_OK(base_args(straight) + opts);
   auto r = run(base_args(stopped) + opts + " --debug-kill-at-step 7 --debug-kill-phase sigterm");
   INFO(r.output);
   CHECK(r.exit_code == 128 + SIGTERM);  // before: killed, steps 1-7 lost (no checkpoint before the end)
@@ -326,7 +328,7 @@ TEST_CASE("train: a run that reads its train split more than once says so, in th
   bool stated = false;
   for (auto& cap : s["caps"]) stated |= cap.get<std::string>().find("was read") != std::string::npos;
   CHECK(stated);
-  REQUIRE(run(base_args(short_out) + " --steps 3").exit_code == 0);
+  REQUIRE_OK(base_args(short_out) + " --steps 3");
   json t = json::parse(read_file(short_out + "/summary.json"));
   CHECK(t["train_epochs"].get<double>() < 1);
   CHECK(t["caps"].dump().find("was read") == std::string::npos);
@@ -361,6 +363,7 @@ TEST_CASE("train --readout-every: the values read back in batches are every step
   auto b = run(base_args(batched) + opts + " --readout-every 5");
   INFO(a.output << b.output);
   REQUIRE(a.exit_code == 0);
+  INFO(b.output);
   REQUIRE(b.exit_code == 0);
   CHECK(loss_and_norm(each).size() == 20);
   CHECK(loss_and_norm(batched) == loss_and_norm(each));
