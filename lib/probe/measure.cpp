@@ -13,6 +13,7 @@
 #include "records/run_summary.h"
 #include "shards/dataset.h"
 #include "train/cpu_threads.h"
+#include "train/kernel_record.h"
 #include "compat/torch_compat.h"
 #include "train/run_checkpoint.h"
 #include "train/train_config.h"
@@ -234,6 +235,9 @@ GradProfile measure_gradients(const MeasureOptions& o) {
     meta["micro_batch"] = micro;
     meta["seed"] = o.seed;
   }
+  // probe-grads always runs the fixed set (tools/probe-grads.cpp): recorded, so that a
+  // process that was not re-executed shows it
+  meta["kernels"] = to_json(current_kernel_record());
 
   std::vector<std::vector<ComponentNorm>> per_batch;
   double loss_sum = 0;

@@ -10,6 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/cpu_threads.h"
 #include "train/evaluate.h"
+#include "train/kernel_record.h"
 #include "train/run_checkpoint.h"
 #include "util/error.h"
 
@@ -105,6 +106,7 @@ json evaluate_run(const RunEvalOptions& o) {
                  {"device", device.str()},
                  {"precision", "fp32"},  // as summary.json's final_val_loss_fp32 of a bf16 run
                  {"threads", threads},
+                 {"kernels", to_json(current_kernel_record())},  // always the fixed set (tools/train.cpp)
                  {"loss", std::isfinite(loss) ? json(loss) : json()}};
   if (capped)
     record["cap"] = "--tokens " + std::to_string(wanted) + " capped to the split: " + std::to_string(n) +

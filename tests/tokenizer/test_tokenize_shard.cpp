@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -436,4 +437,32 @@ TEST_CASE("tokenize train-model on a tiny corpus works, or says the vocabulary i
   CHECK_THAT(r.output, Catch::Contains("is too small for --vocab-size 4096") &&
                            Catch::Contains("lower --vocab-size or train on more text"));
   CHECK_FALSE(fs::exists(model + "2"));
+}
+
+TEST_CASE("a token stream with a flipped bit in a block, or in its end block, is refused, nothing written") {
+  // the stream's framing (docs/formats.md): a 128-byte header, then blocks of
+  // u32 count, u32 documents, u32 crc32c(tokens), tokens; then the end block
+  auto& f = fixture();
+  const std::string stream = f.dir.path() + "/crc.tok";
+  REQUIRE_OK(encode_cmd("-o " + stream));
+  const std::string good = test::read_text(stream);
+  REQUIRE(good.size() > 128 + 12 + 40 + 32);
+  std::string token_flipped = good;
+  token_flipped[128 + 12 + 4 * 5] ^= 0x01;  // the sixth token of the first block
+  std::string totals_flipped = good;
+  totals_flipped[good.size() - 20] ^= 0x01;  // the end block's token total
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"token", token_flipped, "token stream block checksum mismatch"},
+      {"totals", totals_flipped, "token stream end block does not match the data read"}};
+  for (const auto& [name, bytes, message] : cases) {
+    INFO(name);
+    const std::string path = f.dir.path() + "/crc-" + name + ".tok", out = f.dir.path() + "/crc-" + name;
+    test::write_text(path, bytes);
+    auto r = run(bin("shard") + " write -q -o " + out + " " + path);
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains(path) && Catch::Contains(message));
+    CHECK_FALSE(fs::exists(out + "/manifest.json"));
+  }
+  REQUIRE_OK(bin("shard") + " write -q -o " + f.dir.path() + "/crc-good " + stream);  // the unflipped stream
 }

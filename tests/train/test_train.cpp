@@ -787,6 +787,18 @@ TEST_CASE("train eval: the final checkpoint on the validation split is summary.j
   // -o FILE writes the same record; an earlier checkpoint is another (worse) model.
   REQUIRE_OK(bin("train") + " eval " + out + " --split validation --threads 1 -o " + tmp.path() + "/e.json");
   CHECK(json::parse(read_file(tmp.path() + "/e.json")) == e);
+  // always the fixed kernel set, whatever the environment asks (train re-executes itself)
+  CHECK(e["kernels"]["set"] == "fixed");
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    REQUIRE_OK("OPENBLAS_CORETYPE=Prescott ATEN_CPU_CAPABILITY=default " + bin("train") + " eval " + out +
+               " --split validation --threads 1 -o " + tmp.path() + "/e-env.json");
+    const json env_eval = json::parse(read_file(tmp.path() + "/e-env.json"));
+    CHECK(env_eval["kernels"]["blas_core"] == "Haswell");
+    CHECK(env_eval["kernels"]["aten_capability"] == "avx2");
+    CHECK(env_eval["loss"] == e["loss"]);
+  }
+#endif
   auto early = json::parse(run(bin("train") + " eval " + out + " --step 4 --split validation --threads 1 2>/dev/null").output);
   CHECK(early["step"] == 4);
   CHECK(early["loss"].get<double>() > e["loss"].get<double>());
