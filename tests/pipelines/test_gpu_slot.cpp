@@ -56,11 +56,15 @@ TEST_CASE("gpu-slot: a killed holder releases its GPU, bad arguments are refused
   test::TempDir dir;
   const std::string d = dir.path();
   // the holder is exec'd: killing it (SIGKILL, no cleanup) frees the index for the next run
-  auto r = run("cd " + d + " && (" + slot(d, 1, 1) + "sleep 30 & pid=$!; sleep 0.5; kill -9 $pid; " + slot(d, 1, 1) +
+  // (killed once it holds the lock, which it says by a file, not after a fixed sleep)
+  auto r = run("cd " + d + " && (" + slot(d, 1, 1) +
+               "bash -c 'touch held; exec sleep 30' & pid=$!; for i in $(seq 600); do [ -f held ] && break; sleep 0.05; "
+               "done; [ -f held ] || echo 'the holder never ran'; kill -9 $pid; wait $pid 2>/dev/null; " + slot(d, 1, 1) +
                "bash -c 'echo got $CUDA_VISIBLE_DEVICES')");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("got 0"));
+  CHECK(r.output.find("never ran") == std::string::npos);
   r = run(slot(d, 2, 3) + "true");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("--need 3 is more than the 2 GPU(s)"));

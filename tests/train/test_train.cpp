@@ -332,11 +332,14 @@ TEST_CASE("train: 2 data-parallel processes on loopback match 1 process with the
            " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
   };
   std::string cmd = base_args(two) + opts + " --micro-batch 2";
-  auto r = run("(" + env(1) + cmd + " >" + tmp.path() + "/rank1.log 2>&1 &) ; " + env(0) + cmd);
+  auto r = run("(" + env(1) + cmd + " >" + tmp.path() + "/rank1.log 2>&1; echo \"rank 1 exit $?\" >>" + tmp.path() +
+               "/rank1.log) & rank1=$!; " + env(0) + cmd + "; code=$?; wait $rank1; exit $code");
   INFO(r.output);
+  const std::string rank1 = fs::exists(tmp.path() + "/rank1.log") ? read_text(tmp.path() + "/rank1.log") : "";
+  INFO("rank 1: " << rank1);
   if (no_c10d(r)) return;
   REQUIRE(r.exit_code == 0);
-  for (int i = 0; i < 100 && !fs::exists(two + "/summary.json"); ++i) ::usleep(100000);
+  CHECK_THAT(rank1, Catch::Contains("rank 1 exit 0"));
   auto a = train_losses(one), b = train_losses(two);
   REQUIRE(a.size() == 6);
   REQUIRE(b.size() == 6);
@@ -495,14 +498,16 @@ json plan_json(const std::string& args) {
   return json::parse(r.output);
 }
 
-// 2 ranks over Gloo on loopback with the same flags; rank 1's output in rank1.log.
+// 2 ranks over Gloo on loopback with the same flags; rank 1's output in rank1.log. The exit
+// status is rank 0's, or rank 1's where rank 0's is 0 (a rank 1 that failed alone is no pass).
 test::CommandResult two_ranks(const std::string& cmd, const std::string& log_dir) {
   const int port = free_loopback_port();
   auto env = [&](int rank) {
     return "SHAPELAW_DIST_TIMEOUT=30 RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
            " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
   };
-  return run("(" + env(1) + cmd + " >" + log_dir + "/rank1.log 2>&1) & " + env(0) + cmd + "; code=$?; wait; exit $code");
+  return run("(" + env(1) + cmd + " >" + log_dir + "/rank1.log 2>&1) & rank1=$!; " + env(0) + cmd +
+             "; code=$?; wait $rank1; code1=$?; [ $code -ne 0 ] || code=$code1; exit $code");
 }
 
 
