@@ -46,6 +46,7 @@ TEST_CASE("bad lines name the file and line or are skipped and counted") {
       {"[1, 2]\n", "not a JSON object"},
   };
   for (const auto& c : cases) {
+    INFO("line 3: " << c.line);
     test::write_text(path, "{\"text\": \"good one\"}\n\n" + c.line + "{\"text\": \"good two\"}\n");
     CHECK_THROWS_WITH(read_all({path}), Catch::Contains(path + ":3:") && Catch::Contains(c.message));
     DocumentReaderOptions skip;

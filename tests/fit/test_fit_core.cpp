@@ -367,7 +367,10 @@ TEST_CASE("bootstrap draws do not depend on the number of threads") {
   auto b = bootstrap(m, pts, groups, fr, o2, 30, 42);
   auto c = bootstrap(m, pts, groups, fr, o1, 30, 43);
   REQUIRE(a.draws.size() == b.draws.size());
-  for (size_t i = 0; i < a.draws.size(); ++i) CHECK(a.draws[i] == b.draws[i]);
+  for (size_t i = 0; i < a.draws.size(); ++i) {
+    INFO("draw " << i);
+    CHECK(a.draws[i] == b.draws[i]);
+  }
   CHECK_FALSE(a.draws[0] == c.draws[0]);
 }
 

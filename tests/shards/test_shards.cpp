@@ -101,6 +101,7 @@ TEST_CASE("random windows read across frame and shard boundaries equal the sourc
   for (int i = 0; i < 500; ++i) {
     size_t count = 1 + rng() % 4000;
     uint64_t offset = rng() % (stream.size() - count);
+    INFO("read " << count << " tokens at " << offset);
     auto got = split.read(offset, count);
     REQUIRE(std::equal(got.begin(), got.end(), stream.begin() + offset));
   }
@@ -162,7 +163,10 @@ TEST_CASE("the window sampler is deterministic and a permutation per epoch and d
   for (int rank = 0; rank < 3; ++rank) {
     WindowSampler ranked(split, window, 42, rank, 3);
     WindowSampler::Cursor c;
-    for (uint64_t i = 0; i < ranked.windows_per_epoch(); ++i) CHECK(seen.insert(ranked.next_offset(c)).second);
+    for (uint64_t i = 0; i < ranked.windows_per_epoch(); ++i) {
+      INFO("rank " << rank << ", window " << i);
+      CHECK(seen.insert(ranked.next_offset(c)).second);
+    }
   }
   // The window contents are the tokens at the offset.
   std::vector<uint32_t> tokens(window);
@@ -200,6 +204,7 @@ TEST_CASE("verify names the file and byte offset of any flipped bit and open rej
   }
   // Every region: header, a frame, the index, the trailer.
   for (uint64_t offset : {uint64_t(10), uint64_t(70), size - 100, size - 30}) {
+    INFO("a bit flipped at byte " << offset << " of " << size);
     test::write_text(shard, pristine);
     flip_bit(shard, offset);
     CHECK_THROWS_AS(verify_shards(dir.path(), true), Error);

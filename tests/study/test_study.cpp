@@ -227,6 +227,7 @@ TEST_CASE("law evidence: D_crit on the shallowest run, a CI that reaches it, and
   // κ = 1/ln 64 puts D_crit(64) on D = 1 exactly; the last bit of κ must not decide the verdict
   for (double kappa : {std::nextafter(1 / std::log(64.0), 1.0), 1 / std::log(64.0),
                        std::nextafter(1 / std::log(64.0), 0.0)}) {
+    INFO("kappa " << std::hexfloat << kappa);
     auto kink = study::law_evidence(fit_record(kappa, 8, 0.3, {}, {0, 0.36}), "fit.json", widths, 1);
     CHECK(kink.dcrit_below_grid);
     CHECK(study::law_sentence(kink).find("κ = 0.24, 95% CI [0, 0.36]") != std::string::npos);
