@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -56,10 +58,11 @@ bool preset_tool_environment() {
 
 std::string native_environment() { return "env -u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY -u OMP_WAIT_POLICY "; }
 
-CommandResult run(const std::string& command_line) {
+namespace {
+CommandResult run_redirected(const std::string& command_line, const std::string& stderr_to) {
   static const bool preset = preset_tool_environment();
   (void)preset;
-  std::string full = "(" + command_line + ") 2>&1";
+  std::string full = "(" + command_line + ") 2>" + stderr_to;
   std::FILE* pipe = ::popen(full.c_str(), "r");
   if (!pipe) throw std::runtime_error("popen failed: " + command_line);
   std::string output;
@@ -68,7 +71,19 @@ CommandResult run(const std::string& command_line) {
   while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) output.append(chunk.data(), n);
   int status = ::pclose(pipe);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return {code, output};
+  return {code, output, ""};
+}
+}  // namespace
+
+CommandResult run(const std::string& command_line) { return run_redirected(command_line, "&1"); }
+
+CommandResult run_stdout(const std::string& command_line) {
+  TempDir dir;
+  const std::string errors = dir.path() + "/stderr";
+  CommandResult r = run_redirected(command_line, "'" + errors + "'");
+  std::ifstream in(errors, std::ios::binary);
+  r.errors.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return r;
 }
 
 std::string bin(const std::string& tool) { return std::string(SHAPELAW_BIN_DIR) + "/" + tool; }

@@ -17,7 +17,8 @@ class TempDir {
 
 struct CommandResult {
   int exit_code;
-  std::string output;  // stdout and stderr together
+  std::string output;  // stdout and stderr together (run_stdout: stdout only)
+  std::string errors;  // run_stdout: stderr, kept apart so that stdout parses
 };
 
 // Runs a shell command line; tool names resolve through bin().
@@ -29,6 +30,9 @@ struct CommandResult {
 // the suite's hundreds of runs. A test of the re-execution itself sets its own values;
 // one that needs this CPU's native libraries prefixes native_environment().
 CommandResult run(const std::string& command_line);
+// The same with stdout alone in `output` and stderr in `errors` (for a tool's JSON or CSV on
+// stdout; a test shows `errors` on failure instead of sending them to /dev/null).
+CommandResult run_stdout(const std::string& command_line);
 // REQUIRE_OK(command line): run() it; a non-zero exit fails the test (Catch's REQUIRE, at
 // the caller's line) showing the command and its output, which a bare
 // REQUIRE(run(...).exit_code == 0) left out. The result is not kept: a test that reads the

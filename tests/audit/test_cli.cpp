@@ -14,6 +14,7 @@
 using namespace shapelaw;
 using test::bin;
 using test::run;
+using test::run_stdout;
 using test::source;
 
 namespace {
@@ -32,7 +33,8 @@ TEST_CASE("audit of the flagship table: markdown by default thresholds and law s
 }
 
 TEST_CASE("audit --format json: typed rows with CIs verdicts and redesigns") {
-  auto r = run(audit() + " " + source("examples/flagship-models.csv") + " --format json 2>/dev/null");
+  auto r = run_stdout(audit() + " " + source("examples/flagship-models.csv") + " --format json");
+  INFO(r.errors);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.output);
@@ -189,7 +191,8 @@ TEST_CASE("end to end: a fit-law record of the paper's 30 runs drives the audit 
   REQUIRE(f.exit_code == 0);
   auto record = nlohmann::json::parse(read_file(fit));
   double kappa = record["models"][0]["dcrit"]["kappa"].get<double>();
-  auto a = run(audit() + " " + source("examples/flagship-models.csv") + " --law " + fit + " --format json 2>/dev/null");
+  auto a = run_stdout(audit() + " " + source("examples/flagship-models.csv") + " --law " + fit + " --format json");
+  INFO(a.errors);
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   auto j = nlohmann::json::parse(a.output);

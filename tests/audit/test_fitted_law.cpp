@@ -62,13 +62,15 @@ TEST_CASE("rows outside the fitted law's data are extrapolations, marked in ever
   CHECK_THAT(md.output, Catch::Contains("extrapolated: N ×"));
   CHECK_THAT(md.output, Catch::Contains("W ×32.0"));
   CHECK_THAT(md.output, Catch::Contains("**Warning:** 1 of 2 models"));
-  auto csv = test::run(audit() + " " + models + " --law " + fit + " --format csv 2>/dev/null");
+  auto csv = test::run_stdout(audit() + " " + models + " --law " + fit + " --format csv");
+  INFO(csv.errors);
   const CsvTable t = parse_csv(csv.output, "stdout");
   REQUIRE(t.column({"extrapolation_W"}) >= 0);
   CHECK(t.records[0].fields[t.column({"extrapolation_W"})].empty());
   CHECK(std::stod(t.records[1].fields[t.column({"extrapolation_W"})]) == Approx(32));
   // '-' is stdout, not a file named '-'
-  auto dash = test::run("cd " + dir.path() + " && " + audit() + " " + models + " --law " + fit + " -o - 2>/dev/null");
+  auto dash = test::run_stdout("cd " + dir.path() + " && " + audit() + " " + models + " --law " + fit + " -o -");
+  INFO(dash.errors);
   CHECK(dash.output.rfind("# audit models", 0) == 0);
   CHECK(!std::filesystem::exists(dir.path() + "/-"));
   // the paper's laws carry no range: nothing is marked
@@ -91,7 +93,8 @@ TEST_CASE("a fitted law with a non-positive capacity term gives no loss differen
   CHECK(row["delta_loss"].is_null());
   CHECK_THAT(row["delta_loss_refused"].get<std::string>(), Catch::Contains("A = -1.5000 <= 0"));
   CHECK(rep["meta"]["loss_refused"].is_string());
-  auto csv = test::run(audit() + " " + models + " --law " + fit + " --format csv 2>/dev/null");
+  auto csv = test::run_stdout(audit() + " " + models + " --law " + fit + " --format csv");
+  INFO(csv.errors);
   CHECK_THAT(csv.output, Catch::Contains("delta_loss_refused"));
   auto md = test::run(audit() + " " + models + " --law " + fit);
   CHECK_THAT(md.output, Catch::Contains("**Warning:** no ΔL"));
@@ -161,12 +164,14 @@ TEST_CASE("audit --dcrit-only quotes the fitted law's D_crit with its extrapolat
   REQUIRE(rep["warnings"].size() == 1);
   CHECK(rep["warnings"][0] == "1 of 2 models lie outside the data the law was fitted on: their D_crit extrapolate the "
                               "fitted law (column \"outside the fit's data\" says by how far)");
-  auto md = test::run(audit() + " " + models + " --law " + fit + " --dcrit-only 2>/dev/null");
+  auto md = test::run_stdout(audit() + " " + models + " --law " + fit + " --dcrit-only");
+  INFO(md.errors);
   CHECK_THAT(md.output, Catch::Contains("| model | kind | D | W | params counted | D_crit [95% CI] | outside the fit's data |"));
   CHECK_THAT(md.output, Catch::Contains("D_crit only (--dcrit-only)"));
   CHECK_THAT(md.output, !Catch::Contains("| verdict |") && !Catch::Contains("ΔL nats") && !Catch::Contains("redesign D'") &&
                            !Catch::Contains("Verdict on r") && !Catch::Contains("**Warning:** no ΔL"));
-  auto csv = test::run(audit() + " " + models + " --law " + fit + " --dcrit-only --format csv 2>/dev/null");
+  auto csv = test::run_stdout(audit() + " " + models + " --law " + fit + " --dcrit-only --format csv");
+  INFO(csv.errors);
   const CsvTable t = parse_csv(csv.output, "stdout");
   CHECK(t.column({"dcrit"}) >= 0);
   CHECK(t.column({"verdict"}) < 0);

@@ -206,8 +206,9 @@ TEST_CASE("column mapping with scale, fit.json shape, predictions CSV, formats")
   CHECK(p.rfind("model,run,source,line,depth,width,N,T,observed,predicted,residual", 0) == 0);
   CHECK(std::count(p.begin(), p.end(), '\n') == 1 + 3 * 8);
 
-  auto js = test::run(fitlaw() + " " + csv + " --col depth=L_layers --col width=d_model --col loss=val -m kaplan -B 5 "
-                                             "--format json 2>/dev/null");
+  auto js = test::run_stdout(fitlaw() + " " + csv + " --col depth=L_layers --col width=d_model --col loss=val -m kaplan -B 5 "
+                                             "--format json");
+  INFO(js.errors);
   INFO(js.output);
   REQUIRE(js.exit_code == 0);
   CHECK(json::parse(js.output)["models"][0]["name"] == "kaplan");
@@ -366,8 +367,9 @@ TEST_CASE("JSONL tables are read with dotted paths, and a bad JSON line names fi
   for (auto [D, W, L] : kSixRuns)
     body += json({{"arch", {{"layers", D}, {"d_model", W}}}, {"eval", {{"loss", L}}}}).dump() + "\n";
   write(jl, body);
-  auto r = test::run(fitlaw() + " " + jl + " --col depth=arch.layers --col width=arch.d_model --col loss=eval.loss"
-                                          " -m kaplan -B 5 --format json 2>/dev/null");
+  auto r = test::run_stdout(fitlaw() + " " + jl + " --col depth=arch.layers --col width=arch.d_model --col loss=eval.loss"
+                                          " -m kaplan -B 5 --format json");
+  INFO(r.errors);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(json::parse(r.output)["input"]["rows"] == 6);

@@ -370,7 +370,8 @@ TEST_CASE("a third-party params,tokens,loss table fits without depth or width, N
   CHECK(skipped_for_shape == 3);  // paper-log, paper-power, paper-log-E
   CHECK(all["models"].size() == 4);  // no-phi, kaplan, kaplan-E, chinchilla
   // predictions: empty depth and width, residual = observed - predicted
-  auto p = test::run(fitlaw() + " " + csv + " -m chinchilla -B 0 --no-loo --predictions - 2>/dev/null");
+  auto p = test::run_stdout(fitlaw() + " " + csv + " -m chinchilla -B 0 --no-loo --predictions -");
+  INFO(p.errors);
   INFO(p.output);
   REQUIRE(p.exit_code == 0);
   const CsvTable t = parse_csv(p.output, "stdout");
@@ -386,8 +387,8 @@ TEST_CASE("format csv carries the whole record and parses back, '-' means stdout
   test::TempDir dir;
   write_micro_grid(dir.path() + "/runs");
   const std::string out = dir.path() + "/f.json";
-  auto r = test::run("cd " + dir.path() + " && " + fitlaw() + " runs -B 20 --optimal-draws 5 --format csv -o " + out +
-                     " 2>/dev/null");
+  auto r = test::run_stdout("cd " + dir.path() + " && " + fitlaw() + " runs -B 20 --optimal-draws 5 --format csv -o " + out);
+  INFO(r.errors);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const json j = json::parse(read_file(out));
@@ -417,11 +418,13 @@ TEST_CASE("format csv carries the whole record and parses back, '-' means stdout
     CHECK(kinds[k] > 0);
   }
   // '-' writes to stdout, never a file named '-'
-  auto p = test::run("cd " + dir.path() + " && " + fitlaw() + " runs -m kaplan -B 0 --predictions - 2>/dev/null");
+  auto p = test::run_stdout("cd " + dir.path() + " && " + fitlaw() + " runs -m kaplan -B 0 --predictions -");
+  INFO(p.errors);
   INFO(p.output);
   REQUIRE(p.exit_code == 0);
   CHECK(p.output.rfind("model,run,source,line,", 0) == 0);
-  auto o = test::run("cd " + dir.path() + " && " + fitlaw() + " runs -m kaplan -B 0 -o - 2>/dev/null");
+  auto o = test::run_stdout("cd " + dir.path() + " && " + fitlaw() + " runs -m kaplan -B 0 -o -");
+  INFO(o.errors);
   INFO(o.output);
   REQUIRE(o.exit_code == 0);
   CHECK(json::parse(o.output)["format"] == "shapelaw.fit");
@@ -442,7 +445,8 @@ TEST_CASE("one CSV reader: a quoted field with a comma, a quote and a newline re
                         "b,4,256,4.10\nc,8,512,3.62\nd,16,512,3.44\ne,8,1024,3.40\n");
   const json j = fit_json(csv + " -m kaplan -B 0 --no-loo", dir.path() + "/f.json");
   CHECK(j["input"]["rows"] == 5);
-  auto p = test::run(fitlaw() + " " + csv + " -m kaplan -B 0 --no-loo --predictions - 2>/dev/null");
+  auto p = test::run_stdout(fitlaw() + " " + csv + " -m kaplan -B 0 --no-loo --predictions -");
+  INFO(p.errors);
   const CsvTable t = parse_csv(p.output, "stdout");
   bool found = false;
   for (const auto& r : t.records) found = found || r.fields[1] == "a, \"first\"\nrun";

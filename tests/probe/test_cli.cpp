@@ -202,7 +202,8 @@ TEST_CASE("probe-grads: measure on validation batches then fit then summarize") 
   {
     // -o - is stdout: the record itself (no report after it), and no file named '-'
     TempDir cwd;
-    auto so = run("cd " + cwd.path() + " && " + bin("probe-grads") + " fit " + dir + " --exclude-last 0 -o - 2>/dev/null");
+    auto so = run_stdout("cd " + cwd.path() + " && " + bin("probe-grads") + " fit " + dir + " --exclude-last 0 -o -");
+    INFO(so.errors);
     INFO(so.output);
     REQUIRE(so.exit_code == 0);
     CHECK(json::parse(so.output) == g);
@@ -219,8 +220,8 @@ TEST_CASE("probe-grads: measure on validation batches then fit then summarize") 
   CHECK(csv.rfind("run,depth,width,step,tau,tau_lo,tau_hi,r2,dcrit,", 0) == 0);
   CHECK(csv.find("\nd3w32,3,32,4,") != std::string::npos);
   // '-' (the default) is stdout: the same table
-  CHECK(run(bin("probe-grads") + " summarize " + f.run + " -o - 2>/dev/null").output == csv);
-  CHECK(run(bin("probe-grads") + " summarize " + f.run + " 2>/dev/null").output == csv);
+  CHECK(run_stdout(bin("probe-grads") + " summarize " + f.run + " -o -").output == csv);
+  CHECK(run_stdout(bin("probe-grads") + " summarize " + f.run).output == csv);
 }
 
 TEST_CASE("probe-grads: bad input gets one clear message and a non-zero exit") {

@@ -3,7 +3,9 @@
 // writes only the rows before it and names the step whose weights diverged.
 #include "catch.h"
 
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -72,12 +74,15 @@ TEST_CASE("Readouts: where steps do not wait, a window's time is shared and the 
   Readouts r(settings(/*step_waits=*/false), metrics, losses, nullptr);
   r.restart_window();
   for (int64_t s = 1; s <= 4; ++s) r.add(record(s, 1e9), scalar(4.0), scalar(1.0, torch::kFloat64));
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));  // the window lasts at least 40 ms
   REQUIRE_FALSE(r.read_out());
   const auto rows = train_rows(dir.path());
   REQUIRE(rows.size() == 4);
   for (const auto& row : rows) {
     CHECK(row["step_ms"].get<double>() == rows[0]["step_ms"].get<double>());
-    CHECK(row["step_ms"].get<double>() < 1e9);  // the window's share, not the record's
+    // the window's share (at least 40 / 4 ms), not the record's
+    CHECK(row["step_ms"].get<double>() >= 10.0);
+    CHECK(row["step_ms"].get<double>() < 1e9);
     CHECK(row["optimizer_ms"].is_null());
   }
 }

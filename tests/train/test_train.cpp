@@ -778,7 +778,8 @@ TEST_CASE("train eval: the final checkpoint on the validation split is summary.j
   const std::string out = tmp.path() + "/run";
   REQUIRE_OK(base_args(out) + " --steps 8 --checkpoint-every 4");
   json s = json::parse(read_file(out + "/summary.json"));
-  auto r = run(bin("train") + " eval " + out + " --split validation --threads 1 2>/dev/null");
+  auto r = run_stdout(bin("train") + " eval " + out + " --split validation --threads 1");
+  INFO(r.errors);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   json e = json::parse(r.output);
@@ -804,7 +805,7 @@ TEST_CASE("train eval: the final checkpoint on the validation split is summary.j
     CHECK(env_eval["loss"] == e["loss"]);
   }
 #endif
-  auto early = json::parse(run(bin("train") + " eval " + out + " --step 4 --split validation --threads 1 2>/dev/null").output);
+  auto early = json::parse(run_stdout(bin("train") + " eval " + out + " --step 4 --split validation --threads 1").output);
   CHECK(early["step"] == 4);
   CHECK(early["loss"].get<double>() > e["loss"].get<double>());
   auto missing = run(bin("train") + " eval " + out + " --step 5 --split validation");
@@ -812,7 +813,7 @@ TEST_CASE("train eval: the final checkpoint on the validation split is summary.j
   CHECK_THAT(missing.output, Catch::Contains("no complete checkpoint for step 5") && Catch::Contains("4, 8"));
 
   // Per-document losses: token-weighted, they average back to the loss.
-  auto d = json::parse(run(bin("train") + " eval " + out + " --split validation --per-document --threads 1 2>/dev/null").output);
+  auto d = json::parse(run_stdout(bin("train") + " eval " + out + " --split validation --per-document --threads 1").output);
   REQUIRE(d["documents"].size() > 5);
   double sum = 0;
   int64_t tokens = 0, previous = -1;
@@ -832,7 +833,8 @@ TEST_CASE("train eval: any split of another shard set with the run's tokenizer, 
   const std::string out = tmp.path() + "/run";
   REQUIRE_OK(base_args(out) + " --steps 4");
   const std::string other = write_learnable_shards(tmp.path() + "/other", 'a', 40);
-  auto r = run(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 0 --threads 1 2>/dev/null");
+  auto r = run_stdout(bin("train") + " eval " + out + " --data " + other + " --split test --tokens 0 --threads 1");
+  INFO(r.errors);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   json e = json::parse(r.output);
