@@ -273,7 +273,9 @@ TEST_CASE("the micro pipeline runs end to end at a tiny setting and reruns only 
     auto s = nlohmann::json::parse(test::read_text(entry.path().string() + "/summary.json"));
     mean[s.at("width").get<int>()][s.at("depth").get<int>()] += s.at("final_val_loss").get<double>() / 2;
   }
+  CHECK(study_json.at("arm").at("excess").size() == mean.size());  // one per width: the loop below runs
   for (const auto& e : study_json.at("arm").at("excess")) {
+    INFO("width " << e.at("width"));
     const auto& m = mean.at(e.at("width").get<int>());
     double best = 1e300;
     for (const auto& [d, l] : m) best = std::min(best, l);
