@@ -3,6 +3,7 @@
 #include "catch.h"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -92,12 +93,14 @@ TEST_CASE("train --options-json gives the defaults train --help shows and a comm
     if (flag.empty() || !(def.is_number() || def.is_string())) continue;
     const auto at = help.output.find("  " + flag + " ");
     if (at == std::string::npos) continue;
-    // "  --lr FLOAT=0.0003   help": the word after the flag, TYPE=DEFAULT
-    const auto word_at = at + flag.size() + 3;
-    const auto word = help.output.substr(word_at, help.output.find_first_of(" \n", word_at) - word_at);
-    const auto eq = word.find('=');
-    if (eq == std::string::npos) continue;  // no default shown (no_default rows)
-    const std::string shown = word.substr(eq + 1);
+    // the default after the flag's type: "--lr FLOAT=0.0003" (CLI11 1.9, Debian 12) or
+    // "--lr FLOAT [0.0003]" (CLI11 2.x, Debian 13); none for no_default rows
+    static const std::regex shown_default(R"(^ \S+(?:=(\S+)| \[([^\]]*)\]))");
+    const auto line_end = help.output.find('\n', at);
+    const std::string after = help.output.substr(at + 2 + flag.size(), line_end - at - 2 - flag.size());
+    std::smatch m;
+    if (!std::regex_search(after, m, shown_default)) continue;
+    const std::string shown = m[1].matched ? m[1].str() : m[2].str();
     INFO(flag << ": --help shows " << shown << ", --options-json " << def.dump());
     if (def.is_number())
       CHECK(std::stod(shown) == Approx(def.get<double>()));
