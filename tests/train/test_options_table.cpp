@@ -119,5 +119,5 @@ TEST_CASE("train eval elsewhere on the line than first is refused, saying where 
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("`eval` must come first: train eval RUN"));
   auto help = test::run(test::bin("train") + " --help");
-  CHECK_THAT(help.output, Catch::Contains("Subcommands:") && Catch::Contains("  eval "));
+  CHECK_THAT(help.output, Catch::Contains("  eval ") && Catch::Contains("first on the line"));  // listed among the subcommands
 }
