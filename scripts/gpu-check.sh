@@ -244,16 +244,18 @@ signal_tree() {
 work=$(mktemp -d)
 # With $OUT (the device tool, which brings back at most 8 files): the small outputs so far
 # in one archive, replaced atomically, at each section's start and at the end
-pack_evidence() {
+pack_evidence_files() {
   [ -n "${OUT:-}" ] && [ -d "$OUT" ] || return 0
   local e=$work/.evidence f
   rm -rf "$e" && mkdir -p "$e"
-  for f in "$work"/train.log "$work"/*.json "$work"/*/{summary.json,grad_norms.csv,profile.csv,grad_profile.csv}; do
+  for f in "$work"/train.log "$work"/*.json "$work"/*/{summary.json,metrics.jsonl,grad_norms.csv,profile.csv,grad_profile.csv} \
+           "$BUILD".*.log "$work"/ctest.log; do
     [ -f "$f" ] || continue
     if [ "$(dirname "$f")" = "$work" ]; then cp "$f" "$e/"; else cp "$f" "$e/$(basename "$(dirname "$f")").$(basename "$f")"; fi
   done
   tar -czf "$OUT/.evidence.tar.gz" -C "$e" . 2>/dev/null && mv -f "$OUT/.evidence.tar.gz" "$OUT/evidence.tar.gz" || true
 }
+pack_evidence() { pack_evidence_files || true; }  # a full disk must not end the checks
 keep_evidence() {
   pack_evidence
   rm -rf "$work"
@@ -361,9 +363,10 @@ throughput_section() {
     fi
     ref=""
     if [ "$DEVICE" = cuda ]; then
-      vocab=$("$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1]))["config"]["model"]; k = m.get("vocab_multiple", 1); print(-(-m["vocab_size"] // k) * k)' "$work/$name/summary.json")
-      peak=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["peak_flops"])' "$work/$name/summary.json")
-      timeout -k 10 "$(within 150)" "$PYTHON" bench/train_reference.py --device cuda --bf16 --peak "$peak" --depth "$D" --width "$W" \
+      { vocab=$("$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1]))["config"]["model"]; k = m.get("vocab_multiple", 1); print(-(-m["vocab_size"] // k) * k)' "$work/$name/summary.json") &&
+      peak=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["peak_flops"])' "$work/$name/summary.json"); } \
+        || { fail "throughput $name" "its summary.json is unreadable"; continue; }
+      [ "$(within 150)" -gt 5 ] && timeout -k 10 "$(within 150)" "$PYTHON" bench/train_reference.py --device cuda --bf16 --peak "$peak" --depth "$D" --width "$W" \
         --seq-len "$S" --vocab-size "$vocab" --micro-batch "$M" --batch-tokens "$B" --steps 8 --skip 2 >"$work/$name-ref.json" \
         && ref=$work/$name-ref.json || say "$name reference FAILED"
     fi
@@ -526,7 +529,10 @@ if [ -n "$test_build" ]; then
     { wait "$test_build"; } 2>/dev/null || true
     say "tests skipped: their build had not finished $(( TESTS_END_S - 45 )) s in ($(grep -c '^\[' "$BUILD.build-all.log" || true) steps done; log $BUILD.build-all.log)"
   else
-    if ! wait "$test_build"; then
+    test_build_ok=1
+    wait "$test_build" || test_build_ok=0
+    test_build=  # reaped: the exit trap must not signal a reused pid
+    if [ "$test_build_ok" = 0 ]; then
       say "the test build failed (the tests that built run; first errors:)"
       grep -m 8 -E "error|undefined reference" "$BUILD.build-all.log" | sed 's/^/gpu-check: build: /' || tail -5 "$BUILD.build-all.log"
     fi
