@@ -85,7 +85,7 @@ while [ $# -gt 0 ]; do
 done
 want() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 # a timestamped line where each section starts: the log then says what took the deadline
-section() { if want "$1"; then say "section $1"; pack_evidence; fi; }
+section() { if want "$1"; then say "section $1"; pack_evidence || true; fi; }
 if [ "$DEVICE" = cpu ]; then DEADLINE_S=${DEADLINE_S:-170}; else DEADLINE_S=${DEADLINE_S:-540}; fi
 DATA=${GPU_CHECK_DATA:-$DEPS/shards}
 # a peer that never comes must not eat the call: collectives give up after a minute
@@ -108,6 +108,14 @@ profiled=1  # 0: train was built without the profiler (a fallback of the build b
 # a command's timeout: at most $1 s and what the deadline leaves (a check that cannot
 # start in time is a FAIL, not a silence)
 within() { local l; l=$(left); echo $(( $1 < l - 5 ? $1 : l - 5 )); }
+# limit s, label, command...: the command under within's timeout (SIGKILL 10 s after the
+# SIGTERM); with 5 s or less left, a "no time left" line in $log and status 124 instead
+timed() {
+  local limit; limit=$(within "$1")
+  [ "$limit" -gt 5 ] || { echo "$2: no time left before the deadline" >>"$log"; return 124; }
+  shift 2
+  timeout -k 10 "$limit" "$@"
+}
 check() {  # gpu_check.py subcommand args...: one verdict line, counted
   checks=$((checks + 1))
   "$PYTHON" scripts/gpu_check.py "$@" || failures=$((failures + 1))
@@ -244,7 +252,8 @@ signal_tree() {
 work=$(mktemp -d)
 # With $OUT (the device tool, which brings back at most 8 files): the small outputs so far
 # in one archive, replaced atomically, at each section's start and at the end
-pack_evidence_files() {
+# "|| true" at each call: a full disk must not end the checks (and set -e stays off inside)
+pack_evidence() {
   [ -n "${OUT:-}" ] && [ -d "$OUT" ] || return 0
   local e=$work/.evidence f
   rm -rf "$e" && mkdir -p "$e"
@@ -255,9 +264,8 @@ pack_evidence_files() {
   done
   tar -czf "$OUT/.evidence.tar.gz" -C "$e" . 2>/dev/null && mv -f "$OUT/.evidence.tar.gz" "$OUT/evidence.tar.gz" || true
 }
-pack_evidence() { pack_evidence_files || true; }  # a full disk must not end the checks
 keep_evidence() {
-  pack_evidence
+  pack_evidence || true
   rm -rf "$work"
   [ -z "$test_build" ] || signal_tree KILL "$test_build"  # a check that died leaves no build behind
 }
@@ -315,12 +323,11 @@ common=(--data "$DATA" --warmup-steps 5 --lr 3e-3 --min-lr 3e-4 --val-tokens "$v
 fixed_peak=(--peak-flops 1e15)
 log=$work/train.log
 train_run() {  # out, limit s, extra args...: one train run; its stderr in $log
-  local out=$1 limit; limit=$(within "$2"); shift 2
-  [ "$limit" -gt 5 ] || { echo "train $out: no time left before the deadline" >>"$log"; return 124; }
+  local out=$1 limit=$2; shift 2
   echo "== train --out $out $*" >>"$log"
-  # SIGTERM at the limit makes train checkpoint and stop; -k: SIGKILL 10 s later if it has not
+  # SIGTERM at the limit makes train checkpoint and stop
   local rc=0
-  timeout -k 10 "$limit" "$T" "${common[@]}" ${fixed_peak[@]+"${fixed_peak[@]}"} --out "$out" "$@" 2>>"$log" || rc=$?
+  timed "$limit" "train $out" "$T" "${common[@]}" ${fixed_peak[@]+"${fixed_peak[@]}"} --out "$out" "$@" 2>>"$log" || rc=$?
   # a run whose summary is written has finished (a hang in the teardown after it is no failure)
   if [ "$rc" != 0 ] && [ -f "$out/summary.json" ]; then echo "train $out: exit $rc after its summary.json" >>"$log"; rc=0; fi
   return "$rc"
@@ -366,7 +373,7 @@ throughput_section() {
       { vocab=$("$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1]))["config"]["model"]; k = m.get("vocab_multiple", 1); print(-(-m["vocab_size"] // k) * k)' "$work/$name/summary.json") &&
       peak=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["peak_flops"])' "$work/$name/summary.json"); } \
         || { fail "throughput $name" "its summary.json is unreadable"; continue; }
-      [ "$(within 150)" -gt 5 ] && timeout -k 10 "$(within 150)" "$PYTHON" bench/train_reference.py --device cuda --bf16 --peak "$peak" --depth "$D" --width "$W" \
+      timed 150 "$name reference" "$PYTHON" bench/train_reference.py --device cuda --bf16 --peak "$peak" --depth "$D" --width "$W" \
         --seq-len "$S" --vocab-size "$vocab" --micro-batch "$M" --batch-tokens "$B" --steps 8 --skip 2 >"$work/$name-ref.json" \
         && ref=$work/$name-ref.json || say "$name reference FAILED"
     fi
@@ -494,13 +501,13 @@ if want probe; then
     && check norms "probe steps: ZeRO-2's per-layer gradient norms vs plain" "$work/probe-plain/grad_norms.csv" "$work/probe-zero2/grad_norms.csv" "$TOL_NORM" \
     || fail "probe steps under ZeRO-2" "a run failed ($(grep -v '^==' "$log" | tail -1))"
   if [ -f "$work/probe-plain/summary.json" ]; then
-    pg() { timeout "$(within 120)" "$P" measure "$work/probe-plain" --step 4 --batches 2 --batch-size 4 -q "$@" 2>>"$log"; }
+    pg() { timed 120 "probe-grads measure" "$P" measure "$work/probe-plain" --step 4 --batches 2 --batch-size 4 -q "$@" 2>>"$log"; }
     pg --device "$DEVICE" --threads 2 -o "$work/pg-dev" && pg --device cpu --threads "$cpu_threads" -o "$work/pg-cpu" \
       && check norms "probe-grads measure on $DEVICE vs cpu (fp32)" "$work/pg-cpu/grad_profile.csv" "$work/pg-dev/grad_profile.csv" "$TOL_NORM" \
       || fail "probe-grads measure on $DEVICE" "it failed ($(tail -1 "$log"))"
   fi
   if [ -f "$work/straight/summary.json" ]; then
-    timeout "$(within 60)" "$T" eval "$work/straight" --split validation --device "$DEVICE" -o "$work/eval.json" 2>>"$log" \
+    timed 60 "train eval" "$T" eval "$work/straight" --split validation --device "$DEVICE" -o "$work/eval.json" 2>>"$log" \
       && check evaluation "train eval on $DEVICE vs summary.json" "$work/eval.json" "$work/straight/summary.json" "$TOL_EVAL" \
       || fail "train eval on $DEVICE" "it failed ($(tail -1 "$log"))"
   fi

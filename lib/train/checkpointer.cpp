@@ -60,8 +60,13 @@ std::vector<std::string> config_differences(const json& a, const json& b, const 
   return out;
 }
 
-Checkpointer::Checkpointer(std::string out_dir, int keep, const Distributed& dist)
-    : dir_(std::move(out_dir) + "/checkpoints"), keep_(keep), dist_(&dist), leader_(dist.rank == 0) {}
+Checkpointer::Checkpointer(std::string out_dir, int keep, const Distributed& dist, bool writes)
+    : dir_(std::move(out_dir) + "/checkpoints"), keep_(keep), writes_(writes), dist_(&dist), leader_(dist.rank == 0) {}
+
+bool Checkpointer::holds(int64_t step) const {
+  const auto found = complete();
+  return !found.empty() && found.back().first == step;
+}
 
 std::vector<std::pair<int64_t, std::string>> Checkpointer::complete() const {
   std::vector<std::pair<int64_t, std::string>> found;
@@ -160,7 +165,7 @@ void Checkpointer::save(const TrainState& st, double wall_seconds, Transformer& 
                         const torch::Device& device, const RunIdentity& id, const json& config,
                         const std::function<void()>& before_rename) const {
   const bool sharded = optimizer.sharded();
-  if (!leader_ && !sharded) return;
+  if (!writes_ || (!leader_ && !sharded)) return;
   const std::string final_dir = dir_ + "/" + checkpoint_name(st.step);
   const std::string tmp = dir_ + "/.tmp-" + checkpoint_name(st.step) + (sharded ? "" : "-" + std::to_string(::getpid()));
   // A failed write (a full disk) leaves no partial directory and the earlier checkpoints

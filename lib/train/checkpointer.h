@@ -43,9 +43,13 @@ struct RunIdentity {
 
 class Checkpointer {
  public:
-  Checkpointer(std::string out_dir, int keep, const Distributed& dist);
+  // writes = false (--no-checkpoints): a run that leaves no checkpoint; it still resumes
+  // from complete ones already in out_dir.
+  Checkpointer(std::string out_dir, int keep, const Distributed& dist, bool writes = true);
   const std::string& dir() const { return dir_; }
+  bool writes() const { return writes_; }
   std::vector<std::pair<int64_t, std::string>> complete() const;  // (step, dir), oldest first
+  bool holds(int64_t step) const;  // the newest complete checkpoint is of this step
 
   // Loads the newest complete checkpoint whose files match SHA256SUMS into model,
   // optimizer and the RNGs after checking it against `id`; a damaged newer one is moved
@@ -53,7 +57,7 @@ class Checkpointer {
   // mismatch, or when every checkpoint is damaged.
   std::string resume(Transformer& model, Optimizer& optimizer, const torch::Device& device, const RunIdentity& id,
                      TrainState& state, const std::function<void(const std::string&)>& warn = {}) const;
-  // Called by every rank; without ZeRO only rank 0 writes. wall_seconds: the run's time
+  // Called by every rank; without ZeRO only rank 0 writes; nothing when !writes(). wall_seconds: the run's time
   // so far; `config` is the full config (recorded); before_rename is a testing hook
   // (SIGKILL inside the write).
   void save(const TrainState& state, double wall_seconds, Transformer& model, const Optimizer& optimizer,
@@ -66,6 +70,7 @@ class Checkpointer {
  private:
   std::string dir_;
   int keep_;
+  bool writes_;
   const Distributed* dist_;  // the ranks that write together
   bool leader_;
 };

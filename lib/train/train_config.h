@@ -86,6 +86,7 @@ struct TrainConfig {
   // the CPU, where reading a value waits for nothing, and --log-every steps (10 without
   // progress lines) on a GPU, which then runs ahead of the host in between.
   int64_t readout_interval(bool on_cpu) const;
+  int64_t checkpoint_interval() const { return no_checkpoints ? 0 : checkpoint_every; }  // 0: none periodic
   void validate() const;           // throws Error
 };
 

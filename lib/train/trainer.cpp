@@ -311,7 +311,7 @@ int run_impl(const TrainConfig& given) {
         std::to_string(total_steps) + " steps): the LR never reaches its cosine phase; see --warmup-fraction");
 
   // resume
-  const Checkpointer checkpointer(cfg.out, cfg.keep_checkpoints, dist);
+  const Checkpointer checkpointer(cfg.out, cfg.keep_checkpoints, dist, /*writes=*/!cfg.no_checkpoints);
   TrainState st;
   const std::string resumed_from = checkpointer.resume(model, optimizer, rd.device, id, st, log);
   const bool resumed = !resumed_from.empty();
@@ -353,13 +353,18 @@ int run_impl(const TrainConfig& given) {
       if (!torch::isfinite(p).all().item<bool>()) return false;
     return true;
   };
-  auto save_checkpoint = [&] {
+  // A checkpoint of the step the run is at, unless the newest one already is or the run
+  // writes none (--no-checkpoints); returns whether one of this step is there.
+  auto checkpoint_here = [&] {
+    if (!checkpointer.writes()) return false;
+    if (checkpointer.holds(st.step)) return true;
     if (!weights_finite()) throw diverged("non-finite weights after the update", st.step);
     std::function<void()> hook;
     if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "checkpoint")
       hook = [&] { debug_kill("inside checkpoint write", st.step); };
     checkpointer.save(st, st.wall_before + seconds_since(wall_start), model, optimizer, rd.device, id, config_json,
                       hook);
+    return true;
   };
 
   // Signals: every rank stops at the same step (the flag is summed over the ranks, one
@@ -419,13 +424,11 @@ int run_impl(const TrainConfig& given) {
         if (const int signal = stop_requested()) {
           // the signal arrived during the last step (or before the first): a checkpoint of
           // where the run is, then out; the rerun resumes bit-identically
-          auto existing = checkpointer.complete();
-          const bool save = !cfg.no_checkpoints && st.step > 0;
-          if (save && (existing.empty() || existing.back().first != st.step)) save_checkpoint();
+          const bool saved = st.step > 0 && checkpoint_here();
           log(std::string(StopSignals::name(signal)) + " received: stopped after step " + std::to_string(st.step) +
               " of " + std::to_string(total_steps) +
-              (cfg.no_checkpoints ? std::string(", no checkpoint (--no-checkpoints); a rerun starts over")
-               : save ? ", checkpoint " + checkpointer.complete().back().second +
+              (!checkpointer.writes() ? std::string(", no checkpoint (--no-checkpoints); a rerun starts over")
+               : saved ? ", checkpoint " + checkpointer.complete().back().second +
                             " written; rerun the same command to resume"
                       : std::string(", nothing trained yet; rerun the same command to resume")));
           return 128 + signal;
@@ -468,7 +471,7 @@ int run_impl(const TrainConfig& given) {
       st.tokens += cfg.batch_tokens;
       rec.step_ms = 1000.0 * seconds_since(t0);
       const bool val_now = every(cfg.val_every) && st.step < total_steps,
-                 checkpoint_now = !cfg.no_checkpoints && every(cfg.checkpoint_every) && st.step < total_steps;
+                 checkpoint_now = every(cfg.checkpoint_interval()) && st.step < total_steps;
       if (int64_t(readouts.queued()) >= readout_every || st.step == total_steps || probe_now || val_now ||
           checkpoint_now || every(cfg.log_every) || cfg.debug_kill_at_step == st.step)
         stop_if_diverged(readouts.read_out());
@@ -478,7 +481,7 @@ int run_impl(const TrainConfig& given) {
         metrics.val(st.step, st.tokens, v);
         log("step " + std::to_string(st.step) + " validation loss " + fmt("%.4f", v));
       }
-      if (checkpoint_now) save_checkpoint();
+      if (checkpoint_now) checkpoint_here();
       if (int64_t(st.cursor.epoch) > epoch_seen) {
         epoch_seen = int64_t(st.cursor.epoch);
         log("note: the train split is read again from step " + std::to_string(st.step) + " on (epoch " +
@@ -499,16 +502,14 @@ int run_impl(const TrainConfig& given) {
   const double val_loss = validate(rd.bf16);
   const double val_loss_fp32 = rd.bf16 ? validate(/*bf16=*/false) : val_loss;
   metrics.val(st.step, st.tokens, val_loss);
-  if (!cfg.no_checkpoints) {
-    auto existing = checkpointer.complete();
-    if (existing.empty() || existing.back().first != st.step) save_checkpoint();
-  }
+  const bool checkpointed = checkpoint_here();
   const double wall = st.wall_before + seconds_since(wall_start);
   if (leader) {
     const int64_t val_tokens = val_windows.defined() ? val_windows.size(0) * seq : 0;
     json summary = run_summary(cfg, st, dataset, rd, dist, id, mult, val_loss, val_tokens, wall, peak,
                                memory_json(plan, measured), caps, attention, val_loss_fp32);
-    if (!cfg.no_checkpoints) summary["params_sha256"] = parameters_sha256(model);
+    // the hash names the final checkpoint's weights; a run without one skips its cost
+    if (checkpointed) summary["params_sha256"] = parameters_sha256(model);
     write_file_atomic(cfg.out + "/summary.json", summary.dump(2) + "\n");
     log("done: " + std::to_string(st.step) + " steps, final train loss " + fmt("%.4f", tail_loss(st.losses).mean) +
         ", validation loss " + fmt("%.4f", val_loss) + ", " + fmt("%.1f", wall) + " s; " + cfg.out + "/summary.json");

@@ -103,6 +103,15 @@ TEST_CASE("gpu-check --rehearse: a resume without the optimizer state is caught 
   auto bad = run(rehearse("", "--only resume,speed"));
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Contains("no section 'speed'") && Catch::Contains("fp32,bf16,resume,parallel"));
+  // past the deadline: every run not started is a FAIL that says so (not timeout's usage
+  // line for a negative limit), and the call exits non-zero
+  auto late = run(rehearse("DEADLINE_S=6", "--only probe"));
+  INFO(late.output);
+  CHECK(late.exit_code == 1);
+  CHECK(test::count_lines_starting(late.output, "gpu-check: FAIL") == 2);
+  CHECK_THAT(late.output, Catch::Contains("FAIL probe steps under ZeRO-2: a run failed (train ") &&
+                              Catch::Contains("/probe-plain: no time left before the deadline)"));
+  CHECK_THAT(late.output, !Catch::Contains("timeout --help"));
   // no shard set: said at once
   auto none = run("cd " + test::source("") + " && GPU_CHECK_DATA=/nonexistent scripts/gpu-check.sh --rehearse 2>&1");
   CHECK(none.exit_code == 1);
