@@ -425,12 +425,13 @@ int run_impl(const TrainConfig& given) {
           // the signal arrived during the last step (or before the first): a checkpoint of
           // where the run is, then out; the rerun resumes bit-identically
           const bool saved = st.step > 0 && checkpoint_here();
+          const auto kept = checkpointer.complete();  // --no-checkpoints: those of an earlier run, if any
           log(std::string(StopSignals::name(signal)) + " received: stopped after step " + std::to_string(st.step) +
               " of " + std::to_string(total_steps) +
-              (!checkpointer.writes() ? std::string(", no checkpoint (--no-checkpoints); a rerun starts over")
-               : saved ? ", checkpoint " + checkpointer.complete().back().second +
-                            " written; rerun the same command to resume"
-                      : std::string(", nothing trained yet; rerun the same command to resume")));
+              (!checkpointer.writes() ? ", no checkpoint (--no-checkpoints); a rerun " +
+                                            (kept.empty() ? std::string("starts over") : "resumes from " + kept.back().second)
+               : saved ? ", checkpoint " + kept.back().second + " written; rerun the same command to resume"
+                       : std::string(", nothing trained yet; rerun the same command to resume")));
           return 128 + signal;
         }
       const auto t0 = Clock::now();

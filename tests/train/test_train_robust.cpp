@@ -428,6 +428,19 @@ TEST_CASE("train --no-checkpoints: no checkpoint at the end or on a signal, no w
   CHECK(s.output.find("SIGTERM received: stopped after step 3 of 6, no checkpoint (--no-checkpoints); a rerun starts "
                       "over") != std::string::npos);
   CHECK(list_checkpoints(stopped).empty());
+  // into a directory that holds an earlier run's checkpoints: it resumes from them, writes
+  // none, and its stop line names the one a rerun resumes from
+  auto earlier = run(base_args(stopped) + opts + " --debug-kill-at-step 3 --debug-kill-phase sigterm");
+  INFO(earlier.output);
+  REQUIRE(earlier.exit_code == 128 + SIGTERM);
+  REQUIRE(list_checkpoints(stopped).size() == 2);  // steps 2 and 3
+  auto again = run(base_args(stopped) + opts + " --no-checkpoints --debug-kill-at-step 5 --debug-kill-phase sigterm");
+  INFO(again.output);
+  CHECK(again.exit_code == 128 + SIGTERM);
+  CHECK_THAT(again.output, Catch::Contains("(step 3, ") &&
+                               Catch::Contains("stopped after step 5 of 6, no checkpoint (--no-checkpoints); a rerun "
+                                               "resumes from " + stopped + "/checkpoints/step_000000000003"));
+  CHECK(list_checkpoints(stopped).size() == 2);
 
   auto refused = run(base_args(tmp.path() + "/r") + opts + " --no-checkpoints --resume");
   INFO(refused.output);
