@@ -1,7 +1,5 @@
 #include "model/head_loss.h"
 
-#include <c10/core/impl/LocalDispatchKeySet.h>
-
 #include <algorithm>
 #include <limits>
 
@@ -96,15 +94,14 @@ struct ChunkedHeadCrossEntropy : torch::autograd::Function<ChunkedHeadCrossEntro
       const torch::Tensor hc = h.narrow(0, first, rows), tc = targets.narrow(0, first, rows).unsqueeze(1);
       torch::Tensor logits = torch::nn::functional::linear(hc, weight);  // every row: whole tiles
       if (padded > vocab) logits.narrow(1, vocab, padded - vocab).fill_(-std::numeric_limits<float>::infinity());
-      // Three passes over the chunk's [rows, V], whose memory traffic is what costs at
-      // GPT-2's vocabulary: log_softmax in fp32 straight from the logits' dtype, exp in
-      // place into the probabilities, the cast to the matmuls' dtype. 1/N scales the
-      // [rows, W] and [V, W] products, in fp32, instead of the [rows, V] gradient.
-      torch::Tensor g;
-      {  // autocast would first copy bf16 logits into fp32: the kernel converts as it reads
-        c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-        g = torch::log_softmax(logits, 1, torch::kFloat32);
-      }
+      // Few passes over the chunk's [rows, V], whose memory traffic is what costs at
+      // GPT-2's vocabulary: log_softmax in fp32, exp in place into the probabilities, the
+      // cast to the matmuls' dtype. 1/N scales the [rows, W] and [V, W] products, in fp32,
+      // instead of the [rows, V] gradient. With a dtype, ATen's log_softmax converts as it
+      // reads only Half on CUDA: bf16 logits are first copied into fp32 (one more pass, and
+      // the copy's bytes while it runs: memory_plan.cpp counts them). Autocast leaves a call
+      // that names its dtype alone.
+      torch::Tensor g = torch::log_softmax(logits, 1, torch::kFloat32);
       loss.sub_(g.gather(1, tc).sum());
       g.exp_().scatter_add_(1, tc, torch::full({rows, 1}, -1.0, g.options()));
       const torch::Tensor gc = g.to(logits.scalar_type());
