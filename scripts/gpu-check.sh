@@ -34,6 +34,10 @@
 #      step 8 on the cores the checks leave idle (nice 19; a target that fails leaves the
 #      others building), run after the checks until TESTS_END_S (585 s: past DEADLINE_S,
 #      inside the 10-minute call; the checks' verdicts are in by then)
+# The order they run in: 1, 8, 2, 3, 6, 7, 4, 5, then 9. What no GPU has shown yet comes
+# first (throughput at 124M and 1B, the 5-step fp32 and bf16 windows, the probe check since
+# ZeRO's clip-norm fix, the memory plan since the chunked head); resume, NCCL and ZeRO,
+# bit-identical on the H200 in session 16, come last, where a short deadline falls.
 # The data are the embedded corpus (Brown) in GPT-2's tokens: a GPU image can fetch
 # nothing, so scripts/gpu-deps shards it here into .gpu-deps/shards, with the Debian
 # packages the image lacks (sentencepiece, zstd, Eigen, CLI11, nlohmann-json, Catch2),
@@ -343,6 +347,9 @@ ran() {  # label, out: a run that failed is a FAIL line with its last words
 }
 run_dev() { train_run "$@" --device "$DEVICE" --precision "$precision"; }
 main=(--head-dim "$head_dim" --steps 20 --checkpoint-every 10)
+backend=gloo  # one_rank's: NCCL where train has it, on a GPU
+grep -q "nccl" "$work/version.txt" && [ "$DEVICE" = cuda ] && backend=nccl
+zero2_run=(--zero 2 --bucket-mb 1)
 
 # --- 8. throughput beside the PyTorch reference (first: the measurement the call is for) --
 throughput_section() {
@@ -420,6 +427,42 @@ else
   info "bf16 vs fp32: not rehearsed (CPU runs fp32 only)"
 fi
 
+# --- 6. probe steps, probe-grads and train eval on the device -----------------------------
+section probe
+if want probe; then
+  probe=(--probe-steps 3,7 --steps 8 --checkpoint-every 4)
+  run_dev "$work/probe-plain" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" \
+    && one_rank run_dev "$work/probe-zero2" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" "${zero2_run[@]}" \
+    && check norms "probe steps: ZeRO-2's per-layer gradient norms vs plain" "$work/probe-plain/grad_norms.csv" "$work/probe-zero2/grad_norms.csv" "$TOL_NORM" \
+    || fail "probe steps under ZeRO-2" "a run failed ($(grep -v '^==' "$log" | tail -1))"
+  if [ -f "$work/probe-plain/summary.json" ]; then
+    pg() { timed 120 "probe-grads measure" "$P" measure "$work/probe-plain" --step 4 --batches 2 --batch-size 4 -q "$@" 2>>"$log"; }
+    pg --device "$DEVICE" --threads 2 -o "$work/pg-dev" && pg --device cpu --threads "$cpu_threads" -o "$work/pg-cpu" \
+      && check norms "probe-grads measure on $DEVICE vs cpu (fp32)" "$work/pg-cpu/grad_profile.csv" "$work/pg-dev/grad_profile.csv" "$TOL_NORM" \
+      || fail "probe-grads measure on $DEVICE" "it failed ($(tail -1 "$log"))"
+  fi
+  if [ -f "$work/straight/summary.json" ]; then
+    timed 60 "train eval" "$T" eval "$work/straight" --split validation --device "$DEVICE" -o "$work/eval.json" 2>>"$log" \
+      && check evaluation "train eval on $DEVICE vs summary.json" "$work/eval.json" "$work/straight/summary.json" "$TOL_EVAL" \
+      || fail "train eval on $DEVICE" "it failed ($(tail -1 "$log"))"
+  fi
+fi
+
+# --- 7. the memory plan beside the measured peaks ----------------------------------------
+section memory
+set -- $memory_shape
+plan_shape=(--depth "$2" --width "$3" --head-dim 64 --seq-len "$4" --micro-batch "$5" --batch-tokens $(( $5 * $4 * 2 )))
+want memory && for recompute in "" --activation-checkpointing; do
+  label="memory ${1}${recompute:+ recomputed}"
+  args=("${plan_shape[@]}" --steps 3 --no-checkpoints $recompute)
+  if run_dev "$work/plan-$1$recompute" 150 "${args[@]}" \
+      && "$T" "${common[@]}" --out "$work/plan-$1$recompute" --device "$DEVICE" "${args[@]}" --plan --format json >"$work/plan-$1$recompute.json" 2>>"$log"; then
+    check memory "$label" "$work/plan-$1$recompute/summary.json" "$work/plan-$1$recompute.json" "$TOL_PLAN"
+  else
+    fail "$label" "a run failed ($(grep -v '^==' "$log" | tail -1))"
+  fi
+done
+
 # --- 4. kill and resume; the same with the optimizer state dropped ------------------------
 section resume
 kill_and_resume() {  # out, label, extra args...
@@ -434,9 +477,6 @@ kill_and_resume() {  # out, label, extra args...
   SHAPELAW_DEBUG_FAULT=resume-without-optimizer train_run "$out-broken" 150 "$@" --resume || true
   ran "$label without the optimizer state" "$out-broken"
 }
-backend=gloo
-grep -q "nccl" "$work/version.txt" && [ "$DEVICE" = cuda ] && backend=nccl
-zero2_run=(--zero 2 --bucket-mb 1)
 if want resume; then
   if kill_and_resume "$work/resumed" "resume" "${shape[@]}" "${main[@]}" --device "$DEVICE" --precision "$precision"; then
     check losses "resume after SIGKILL at 15 vs uninterrupted" "$work/straight" "$work/resumed" 16 "$TOL_SAME"
@@ -491,42 +531,6 @@ if want parallel; then
     fail "--block-impl fused on $DEVICE" "the run failed"
   fi
 fi
-
-# --- 6. probe steps, probe-grads and train eval on the device -----------------------------
-section probe
-if want probe; then
-  probe=(--probe-steps 3,7 --steps 8 --checkpoint-every 4)
-  run_dev "$work/probe-plain" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" \
-    && one_rank run_dev "$work/probe-zero2" 150 "${shape[@]}" --head-dim "$head_dim" "${probe[@]}" "${zero2_run[@]}" \
-    && check norms "probe steps: ZeRO-2's per-layer gradient norms vs plain" "$work/probe-plain/grad_norms.csv" "$work/probe-zero2/grad_norms.csv" "$TOL_NORM" \
-    || fail "probe steps under ZeRO-2" "a run failed ($(grep -v '^==' "$log" | tail -1))"
-  if [ -f "$work/probe-plain/summary.json" ]; then
-    pg() { timed 120 "probe-grads measure" "$P" measure "$work/probe-plain" --step 4 --batches 2 --batch-size 4 -q "$@" 2>>"$log"; }
-    pg --device "$DEVICE" --threads 2 -o "$work/pg-dev" && pg --device cpu --threads "$cpu_threads" -o "$work/pg-cpu" \
-      && check norms "probe-grads measure on $DEVICE vs cpu (fp32)" "$work/pg-cpu/grad_profile.csv" "$work/pg-dev/grad_profile.csv" "$TOL_NORM" \
-      || fail "probe-grads measure on $DEVICE" "it failed ($(tail -1 "$log"))"
-  fi
-  if [ -f "$work/straight/summary.json" ]; then
-    timed 60 "train eval" "$T" eval "$work/straight" --split validation --device "$DEVICE" -o "$work/eval.json" 2>>"$log" \
-      && check evaluation "train eval on $DEVICE vs summary.json" "$work/eval.json" "$work/straight/summary.json" "$TOL_EVAL" \
-      || fail "train eval on $DEVICE" "it failed ($(tail -1 "$log"))"
-  fi
-fi
-
-# --- 7. the memory plan beside the measured peaks ----------------------------------------
-section memory
-set -- $memory_shape
-plan_shape=(--depth "$2" --width "$3" --head-dim 64 --seq-len "$4" --micro-batch "$5" --batch-tokens $(( $5 * $4 * 2 )))
-want memory && for recompute in "" --activation-checkpointing; do
-  label="memory ${1}${recompute:+ recomputed}"
-  args=("${plan_shape[@]}" --steps 3 --no-checkpoints $recompute)
-  if run_dev "$work/plan-$1$recompute" 150 "${args[@]}" \
-      && "$T" "${common[@]}" --out "$work/plan-$1$recompute" --device "$DEVICE" "${args[@]}" --plan --format json >"$work/plan-$1$recompute.json" 2>>"$log"; then
-    check memory "$label" "$work/plan-$1$recompute/summary.json" "$work/plan-$1$recompute.json" "$TOL_PLAN"
-  else
-    fail "$label" "a run failed ($(grep -v '^==' "$log" | tail -1))"
-  fi
-done
 
 # --- 9. the test suite against this LibTorch ----------------------------------------------
 if [ -n "$test_build" ]; then
