@@ -84,6 +84,16 @@ TEST_CASE("gpu-check --rehearse: every check passes on the CPU with its value an
                             "bf16 vs fp32: not rehearsed"})
     CHECK_THAT(r.output, Catch::Contains(check));
   CHECK_THAT(r.output, Catch::Contains("checks passed in"));
+  // the order the header states: what no GPU has shown yet first, resume and parallel
+  // (bit-identical on the H200) last, where a short deadline falls
+  size_t at = 0;
+  for (const char* section : {"throughput", "fp32", "bf16", "probe", "memory", "resume", "parallel"}) {
+    INFO("section " << section << " after the one before it");
+    const size_t next = r.output.find(std::string("]: section ") + section + "\n");
+    CHECK(next != std::string::npos);
+    CHECK(next >= at);
+    if (next != std::string::npos) at = next;
+  }
 }
 
 TEST_CASE("gpu-check --rehearse: a resume without the optimizer state is caught and the check exits non-zero") {
