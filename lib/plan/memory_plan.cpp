@@ -76,11 +76,11 @@ ActivationBytes activation_bytes(const PlanOptions& o, int64_t micro_batch) {
   // gradient and the logits'; chunked on a GPU, dh and the fp32 dU kept, and one chunk's
   // logits (compute dtype) over the padded columns with, while log_softmax runs, their fp32
   // copy (ATen converts on read only Half, so bf16 is copied first; fp32 is not) and the fp32
-  // log-probabilities; after it, the probabilities' cast (no larger). The weight's bf16 copy
-  // is autocast's cached one, in weight_copies.
+  // log-probabilities; after it, the probabilities' cast takes the copy's place (c <= 4
+  // bytes). The weight's bf16 copy is autocast's cached one, in weight_copies.
   if (o.cuda) {
     const int64_t rows = std::min(n, head_chunk_rows(m.vocab_size));
-    const int64_t per_logit = c + kFp32 + (c == kFp32 ? 0 : std::max<int64_t>(kFp32, c));
+    const int64_t per_logit = c + kFp32 + (c == kFp32 ? 0 : kFp32);
     r.head = kFp32 * unit + kFp32 * V * W + rows * per_logit * V;
   } else {
     r.head = !o.bf16 ? kFp32 * n * V : 3 * kFp32 * n * V;

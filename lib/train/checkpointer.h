@@ -57,9 +57,9 @@ class Checkpointer {
   // mismatch, or when every checkpoint is damaged.
   std::string resume(Transformer& model, Optimizer& optimizer, const torch::Device& device, const RunIdentity& id,
                      TrainState& state, const std::function<void(const std::string&)>& warn = {}) const;
-  // Called by every rank; without ZeRO only rank 0 writes; nothing when !writes(). wall_seconds: the run's time
-  // so far; `config` is the full config (recorded); before_rename is a testing hook
-  // (SIGKILL inside the write).
+  // Called by every rank; without ZeRO only rank 0 writes; nothing when !writes().
+  // wall_seconds: the run's time so far; `config` is the full config (recorded);
+  // before_rename is a testing hook (SIGKILL inside the write).
   void save(const TrainState& state, double wall_seconds, Transformer& model, const Optimizer& optimizer,
             const torch::Device& device, const RunIdentity& id, const nlohmann::json& config,
             const std::function<void()>& before_rename = {}) const;
