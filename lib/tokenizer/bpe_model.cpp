@@ -4,6 +4,7 @@
 #include <regex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include <sentencepiece_trainer.h>
 
@@ -18,6 +19,10 @@ std::string sentencepiece_version() { return SHAPELAW_SENTENCEPIECE_VERSION; }
 
 namespace {
 
+// The status type sentencepiece declares for SentenceIterator::status(): util::Status in
+// Debian 12's and 13's, absl::Status in sid's 0.2.2; a default-constructed one is OK in both.
+using SentencePieceStatus = decltype(std::declval<const sentencepiece::SentenceIterator&>().status());
+
 // Hands the sampled lines to the sentencepiece trainer one by one.
 class SampleIterator : public sentencepiece::SentenceIterator {
  public:
@@ -25,7 +30,7 @@ class SampleIterator : public sentencepiece::SentenceIterator {
   bool done() const override { return index_ >= lines_.size(); }
   void Next() override { ++index_; }
   const std::string& value() const override { return lines_[index_]; }
-  sentencepiece::util::Status status() const override { return {}; }
+  SentencePieceStatus status() const override { return {}; }
 
  private:
   const std::vector<std::string>& lines_;
