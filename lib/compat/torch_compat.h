@@ -16,6 +16,12 @@
 #include <ATen/Version.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
+// The owning pointer to an autograd node (a parameter's AccumulateGrad, which holds the
+// hooks ZeRO-2 adds): std::shared_ptr<Node> up to 2.x, c10::intrusive_ptr<Node> in Debian
+// sid's 2.14. Taken from grad_accumulator's declaration, not from a version number.
+using AutogradNodePtr =
+    decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
+
 // CUDA builds (lib/CMakeLists.txt defines SHAPELAW_HAVE_CUDA for a CUDA LibTorch): the
 // caching allocator's statistics. Debian's CPU LibTorch ships the header but no CUDA.
 #ifdef SHAPELAW_HAVE_CUDA

@@ -21,6 +21,7 @@
 
 #include <torch/torch.h>
 
+#include "compat/torch_compat.h"
 #include "train/distributed.h"
 
 namespace shapelaw {
@@ -61,7 +62,7 @@ class ShardedGradients {
   std::vector<size_t> bucket_of_;
   std::vector<bool> seen_;            // gradient arrived this micro-batch
   std::vector<Bucket> buckets_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive: they hold the hooks
+  std::vector<AutogradNodePtr> accumulators_;  // kept alive: they hold the hooks
   std::vector<uintptr_t> hook_keys_;
   const Distributed& dist_;
   int64_t shard_, begin_, end_;
