@@ -109,7 +109,7 @@ std::string penalty_sentence(const std::vector<WidthExcess>& excess, const std::
   else if (deepest_best == n)  // needs no SE: with one seed too
     lead = std::string("No: at every width the deepest run is the best") +
            (spread.available ? "" : " (one seed per configuration: no SE, and none is needed for that)");
-  else if (survives == 0 && unjudged == 0)
+  else if (vanishes == n)
     lead = "No: at no width is the deepest run more than 2 SE worse than the best depth";
   else
     lead = "At " + std::to_string(survives) + " of " + std::to_string(n) + " widths";

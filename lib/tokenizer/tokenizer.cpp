@@ -41,7 +41,11 @@ class SentencePieceTokenizer : public Tokenizer {
                     std::to_string(info_.vocab_size) + ")");
       ids[i] = int(tokens[i]);
     }
+#ifdef SHAPELAW_SENTENCEPIECE_ABSL  // where Abseil is sentencepiece's, its vector overload is deprecated
+    auto status = model_.processor->Decode(absl::MakeConstSpan(ids), &text);
+#else
     auto status = model_.processor->Decode(ids, &text);
+#endif
     if (!status.ok()) throw Error("sentencepiece decoding failed: " + status.ToString());
   }
 
