@@ -603,7 +603,7 @@ TEST_CASE("make -n chinchilla: both arms at a budget per configuration, each row
   CHECK_THAT(r.output, Catch::Contains("--out report-chinchilla-10non-embedding/sp"));
 }
 
-TEST_CASE("make -n chinchilla: public-domain prose by default, its own tokenizer; CORPUS=brown its own report") {
+TEST_CASE("make -n chinchilla: public-domain prose by default, its own tokenizer, and CORPUS=brown its own report") {
   test::TempDir dir;
   const std::string data = dir.path() + "/data";
   auto r = chinchilla_plan(data);

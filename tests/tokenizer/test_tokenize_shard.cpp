@@ -48,7 +48,7 @@ std::string encode_cmd(const std::string& extra = "") {
 
 }  // namespace
 
-TEST_CASE("encode output is byte-identical for any thread count; another batch size gives the same shards") {
+TEST_CASE("encode output is byte-identical for any thread count, and another batch size gives the same shards") {
   auto& f = fixture();
   std::string out = f.dir.path() + "/t";
   REQUIRE_OK(encode_cmd("-t 1 -o " + out + "1"));

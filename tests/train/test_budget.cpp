@@ -55,7 +55,7 @@ TEST_CASE("budget: tokens = tokens-per-param x the counted parameters, for every
   CHECK(plain.total_steps() == 2);
 }
 
-TEST_CASE("budget: recorded in the config JSON (stamp, summary, resume check); bad values refused clearly") {
+TEST_CASE("budget: recorded in the config JSON (stamp, summary, resume check), and bad values refused clearly") {
   const TrainConfig c = budgeted(2, 16, 20, "non-embedding");
   const auto j = to_json(c);
   CHECK(j.at("tokens_per_param") == 20.0);

@@ -125,7 +125,7 @@ TEST_CASE("clip_scale_for: the host's clipping factor computed on the device, bi
   CHECK(scale(std::nan(""), 1.0) == 1.0);         // a NaN norm: the divergence check stops the run
 }
 
-TEST_CASE("gradient_norm: one multi-tensor kernel (a GPU's) gives the per-tensor norm; absent gradients skipped") {
+TEST_CASE("gradient_norm: one multi-tensor kernel (a GPU's) gives the per-tensor norm, and absent gradients are skipped") {
   torch::manual_seed(11);
   std::vector<torch::Tensor> params;
   for (int64_t n : {7, 1000, 33 * 65, 1, 100000}) {

@@ -87,7 +87,7 @@ TEST_CASE("Readouts: where steps do not wait, a window's time is shared and the 
   }
 }
 
-TEST_CASE("Readouts: check() reads without writing; a late divergence writes the rows before it and names its step") {
+TEST_CASE("Readouts: check() reads without writing, and a late divergence writes the rows before it and names its step") {
   test::TempDir dir;
   RunMetrics metrics(dir.path(), true, false, -1);
   std::vector<double> losses;

@@ -921,7 +921,7 @@ TEST_CASE("train: extending a finished run is refused, saying why and what to do
   CHECK_THAT(other.output, Catch::Contains("the configuration differs"));
 }
 
-TEST_CASE("train --kernels fixed: on this CPU the bits an AVX2 machine computes natively; native is recorded apart") {
+TEST_CASE("train --kernels fixed: on this CPU the bits an AVX2 machine computes natively, and native is recorded apart") {
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     WARN("this CPU has no AVX2+FMA: it cannot run the fixed kernel set; skipped");
