@@ -87,6 +87,7 @@ CommandResult run_stdout(const std::string& command_line) {
 }
 
 std::string bin(const std::string& tool) { return std::string(SHAPELAW_BIN_DIR) + "/" + tool; }
+std::string this_test_binary() { return "/proc/" + std::to_string(::getpid()) + "/exe"; }
 std::string source(const std::string& relative) {
   return std::string(SHAPELAW_SOURCE_DIR) + "/" + relative;
 }

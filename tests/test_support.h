@@ -48,6 +48,8 @@ CommandResult run_stdout(const std::string& command_line);
 std::string native_environment();
 // Absolute path of a built tool, e.g. bin("shard").
 std::string bin(const std::string& tool);
+// The running test binary itself (/proc/<pid>/exe), to run its own hidden or filtered cases.
+std::string this_test_binary();
 // Absolute path inside the source tree, e.g. source("examples/paper/table9.csv").
 std::string source(const std::string& relative);
 

@@ -17,8 +17,8 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 // The owning pointer to an autograd node (a parameter's AccumulateGrad, which holds the
-// hooks ZeRO-2 adds): std::shared_ptr<Node> up to 2.x, c10::intrusive_ptr<Node> in Debian
-// sid's 2.14. Taken from grad_accumulator's declaration, not from a version number.
+// hooks ZeRO-2 adds): std::shared_ptr<Node> in 1.13 and 2.6, c10::intrusive_ptr<Node>
+// in Debian sid's 2.14. Taken from grad_accumulator's declaration, not from a version number.
 using AutogradNodePtr =
     decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
 

@@ -3,8 +3,6 @@
 // requires Catch's report of them: one failed assertion showing `expression`, the case
 // after it passed, and an ordinary exit (a glog CHECK would end the child by SIGABRT
 // with neither).
-#include <unistd.h>
-
 #include <string>
 
 #include "catch.h"
@@ -13,7 +11,7 @@
 namespace shapelaw::test {
 
 inline void require_catch_owns_check(const std::string& tag, const std::string& expression) {
-  const auto result = run("/proc/" + std::to_string(::getpid()) + "/exe '" + tag + "' --reporter console 2>&1");
+  const auto result = run(this_test_binary() + " '" + tag + "' --reporter console 2>&1");
   INFO(result.output);
   // Catch's "a case failed": the number of failed cases in older Catch2, 42 in newer ones (Debian
   // sid's 3.7.1); a glog abort would be 134 (SIGABRT)

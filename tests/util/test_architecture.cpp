@@ -4,8 +4,6 @@
 // above it for `shard cat --format text`; the tool composes that now.
 #include "catch.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -13,7 +11,6 @@
 #include <regex>
 #include <set>
 #include <string>
-#include <vector>
 
 #include "test_support.h"
 
@@ -104,7 +101,7 @@ TEST_CASE("no test case name holds a semicolon, which would turn it into CTest e
 // The other half of that rule, for any other way a filter can go wrong: tests/test_main.cpp
 // makes Catch2 v2 fail a run that matched no case, as v3 does on its own.
 TEST_CASE("a test binary given a filter that matches no case fails instead of passing") {
-  const std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
+  const std::string self = shapelaw::test::this_test_binary();
   const auto none = shapelaw::test::run(self + " 'no case has this name' 2>&1");
   INFO(none.output);
   CHECK(none.exit_code != 0);
