@@ -21,20 +21,32 @@
 
 namespace shapelaw::test {
 
-int free_loopback_port() {
+namespace {
+
+// Binds a loopback socket to `port` (0: any free one) and closes it: the port it got, or -1.
+int bind_loopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("socket failed");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(uint16_t(port));
   socklen_t len = sizeof addr;
   const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
                   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   ::close(fd);
-  if (!ok) throw std::runtime_error("no free loopback port");
-  return ntohs(addr.sin_port);
+  return ok ? ntohs(addr.sin_port) : -1;
 }
+
+}  // namespace
+
+int free_loopback_port() {
+  const int port = bind_loopback(0);
+  if (port < 0) throw std::runtime_error("no free loopback port");
+  return port;
+}
+
+bool loopback_port_is_free(int port) { return bind_loopback(port) == port; }
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");

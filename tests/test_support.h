@@ -60,6 +60,7 @@ void write_text(const std::string& path, const std::string& content);
 // A loopback TCP port that nothing listens on right now (the kernel's choice, then
 // released): for data-parallel tests that run at the same time as others.
 int free_loopback_port();
+bool loopback_port_is_free(int port);  // nothing listens there now
 std::string read_text(const std::string& path);
 // Lines of text that start with prefix.
 int count_lines_starting(const std::string& text, const std::string& prefix);

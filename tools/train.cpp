@@ -50,9 +50,10 @@ Evaluate any checkpoint on any split: train eval RUN [--step N] [--data DIR] --s
 Data parallel: launch with torchrun --standalone --no_python --nproc_per_node N train ... (RANK,
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; loopback:29500 by default) or as the
 tasks of an srun step (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID; rank 0's host
-from SLURM_STEP_NODELIST, port 20000 + job id mod 10000, unless MASTER_ADDR/MASTER_PORT
-are set; one GPU per task with --gpus-per-task=1 works). Slurm's variables outside an
-srun step (an sbatch script) are ignored: one process.
+from SLURM_STEP_NODELIST, port 20000 + (97 x job id + step id) mod 10000, so each step of
+a job has its own, unless MASTER_ADDR/MASTER_PORT are set; one GPU per task with
+--gpus-per-task=1 works). Slurm's variables outside an srun step (an sbatch script) are
+ignored: one process.
 --plan: the same flags as a run; prints per rank the bytes of weights, gradients,
 AdamW moments and activations, the largest micro-batch that fits --gpu-memory, and
 FLOPs, time and GPU-hours at --mfu of --peak; allocates nothing, connects to nothing.

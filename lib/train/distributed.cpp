@@ -6,6 +6,7 @@
 #include "compat/torch_compat.h"
 #include "train/flat_params.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 // Gloo process groups need the gloo headers that ProcessGroupGloo.hpp includes: Debian's
 // libtorch-dev lacks them (package libgloo-dev provides them); pip LibTorch 2.x builds
@@ -388,6 +389,20 @@ int64_t Distributed::sum(int64_t value, const torch::Device& device) const {
   (void)device;
   return value;
 #endif
+}
+
+void Distributed::check_one_run(const std::string& identity, const torch::Device& device) const {
+  if (!group) return;
+  // h: 20 bits of the identity's digest. Every rank sees sum(h) = world*h and
+  // sum(h^2) = world*h^2 only if all h are equal (Cauchy-Schwarz: world*sum(h^2) >= sum(h)^2,
+  // equal only then), so all ranks fail together; world*h^2 < 2^63 for up to 2^23 ranks.
+  const int64_t h = std::stoll(sha256_hex(identity).substr(0, 5), nullptr, 16);
+  const int64_t sum_h = sum(h, device), sum_h2 = sum(h * h, device);
+  if (sum_h != world * h || sum_h2 != world * h * h)
+    throw Error("rank " + std::to_string(rank) + " of " + std::to_string(world) + " at the rendezvous " +
+                launch.master_addr + ":" + std::to_string(launch.master_port) + " (port from " + launch.port_source +
+                "): the ranks there are not one run (their binding options or data differ); two launches share that "
+                "address: give each its own port (torchrun --standalone, MASTER_PORT, or one srun step per run)");
 }
 
 }  // namespace shapelaw

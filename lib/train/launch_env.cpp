@@ -60,6 +60,14 @@ std::string first_slurm_host(const std::string& nodelist) {
   return host;
 }
 
+int slurm_step_port(long long job_id, long long step_id) {
+  constexpr long long ports = 10000;
+  const auto mod = [](long long v) { return (v % ports + ports) % ports; };
+  // 97 is prime to 10000: consecutive steps of one job step through all 10000 ports before
+  // one repeats, and the job's own term keeps neighbouring jobs' first steps 97 apart
+  return int(20000 + mod(mod(job_id) * 97 + mod(step_id)));
+}
+
 LaunchEnv launch_env_from(const GetenvFn& getenv) {
   const Reader env{getenv};
   LaunchEnv e;
@@ -109,9 +117,8 @@ LaunchEnv launch_env_from(const GetenvFn& getenv) {
         e.master_port = int(env.integer("MASTER_PORT", 0));
         e.port_source = "MASTER_PORT";
       } else if (env.has("SLURM_JOB_ID")) {
-        // one port per job, so that two jobs sharing a node do not meet at 29500
-        e.master_port = 20000 + int(env.integer("SLURM_JOB_ID", 0) % 10000);
-        e.port_source = "SLURM_JOB_ID";
+        e.master_port = slurm_step_port(env.integer("SLURM_JOB_ID", 0), step);
+        e.port_source = "SLURM_JOB_ID and the step id";
       }
       check_rank(e, "SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_NUM_TASKS");
     }

@@ -19,7 +19,7 @@ struct LaunchEnv {
   int rank = 0, world = 1, local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::string port_source = "default";  // MASTER_PORT | SLURM_JOB_ID | default
+  std::string port_source = "default";  // MASTER_PORT | SLURM_JOB_ID and the step id | default
   // torchrun of torch >= 2.4 serves the store from its agent (TORCHELASTIC_USE_AGENT_STORE):
   // every rank, rank 0 included, is a client of it, under this key prefix.
   bool agent_store = false;
@@ -38,6 +38,13 @@ LaunchEnv launch_env();  // of this process
 // The first host of a Slurm node list: "gpu[007-010,12],login1" -> "gpu007",
 // "rack[1-2]-n[01-04]" -> "rack1-n01", "a,b" -> "a". Throws Error on an unbalanced '['.
 std::string first_slurm_host(const std::string& nodelist);
+
+// The rendezvous port of an srun step when MASTER_PORT is not set:
+// 20000 + (97 * job id + step id) mod 10000. Each step of a job has its own, since
+// `make -f pipelines/paper.mk -j LAUNCH=srun...` starts several multi-GPU steps of one job
+// on one node at once; with one port per job the second step's rank 0 could not listen
+// and its other ranks would join the first step's store.
+int slurm_step_port(long long job_id, long long step_id);
 
 // The CUDA device index of this rank among `visible` GPUs: its local rank, or 0 under
 // Slurm when the task sees one GPU (srun --gpus-per-task=1 gives each task its own).

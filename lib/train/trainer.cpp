@@ -227,6 +227,7 @@ int run_impl(const TrainConfig& given) {
 
   // device, threads, outputs, the fixed validation set
   const RunDevice rd = select_device(cfg.device, cfg.precision, dist);
+  dist.check_one_run(binding_config(cfg).dump() + "\n" + dataset.manifest_sha256(), rd.device);
   const int threads = use_cpu_threads(cfg.threads);
   std::optional<RunDirectoryLock> lock;  // held until the run returns
   if (leader) {

@@ -4,6 +4,7 @@
 #include "catch.h"
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "train/launch_env.h"
@@ -87,8 +88,8 @@ TEST_CASE("launch environment: an srun step over several nodes finds rank 0's ho
   CHECK(e.rank == 13);
   CHECK(e.local_rank == 5);
   CHECK(e.master_addr == "gpu007");
-  CHECK(e.master_port == 20000 + 123456 % 10000);
-  CHECK(e.port_source == "SLURM_JOB_ID");
+  CHECK(e.master_port == 20000 + (97 * 123456 + 0) % 10000);
+  CHECK(e.port_source == "SLURM_JOB_ID and the step id");
   auto given = step;
   given["MASTER_ADDR"] = "head";
   given["MASTER_PORT"] = "29999";
@@ -107,6 +108,29 @@ TEST_CASE("launch environment: an srun step over several nodes finds rank 0's ho
   old.erase("SLURM_STEP_ID");
   old["SLURM_STEPID"] = "2";
   CHECK(launch(old).launcher == "slurm");
+}
+
+TEST_CASE("launch environment: the srun steps of one job each rendezvous on a port of their own") {
+  // make -j with LAUNCH=srun starts several multi-GPU steps of one job on one node at once
+  std::set<int> ports;
+  for (long long step = 0; step < 10000; ++step) {
+    const int port = slurm_step_port(123456, step);
+    CHECK((port >= 20000 && port < 30000));
+    ports.insert(port);
+  }
+  CHECK(ports.size() == 10000);
+  // neighbouring jobs' first steps stay apart; ids past 32 bits and negative ones stay in range
+  CHECK(slurm_step_port(123457, 0) == slurm_step_port(123456, 0) + 97);
+  CHECK(slurm_step_port(123456789012LL, 3) == 20000 + int((123456789012LL % 10000 * 97 + 3) % 10000));
+  CHECK(slurm_step_port(-1, 0) == 20000 + 9999 * 97 % 10000);
+  // through the environment: step 1 of the same job is not step 0's port
+  const std::map<std::string, std::string> step0{{"SLURM_JOB_ID", "7"},         {"SLURM_STEP_ID", "0"},
+                                                 {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_PROCID", "1"},
+                                                 {"SLURM_LOCALID", "1"}};
+  auto step1 = step0;
+  step1["SLURM_STEP_ID"] = "1";
+  CHECK(launch(step0).master_port == 20000 + 7 * 97);
+  CHECK(launch(step1).master_port == 20000 + 7 * 97 + 1);
 }
 
 TEST_CASE("launch environment: Slurm node lists to their first host") {

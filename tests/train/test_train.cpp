@@ -20,6 +20,7 @@
 #include "test_support.h"
 #include "train_fixture.h"
 #include "train/distributed.h"
+#include "train/launch_env.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 
@@ -392,6 +393,34 @@ TEST_CASE("train: a rank whose peers never come gives up after SHAPELAW_DIST_TIM
   CHECK_THAT(zero.output, Catch::Contains("SHAPELAW_DIST_TIMEOUT=0: give seconds, at least 1"));
 }
 
+TEST_CASE("train: ranks of two different runs at one rendezvous fail together at once, not average their gradients") {
+  // What one port shared by two launches does: a rank of one run pairs with a rank of another
+  // (seen with two srun steps of one job when their port was the job's). Here rank 1 runs
+  // another --lr; with the same options the pair completes (the test above).
+  TempDir tmp;
+  const int port = free_loopback_port();
+  auto env = [&](int rank) {
+    return "SHAPELAW_DIST_TIMEOUT=60 RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
+           " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+  };
+  const std::string opts = " --steps 2 --batch-tokens 256 --micro-batch 2";
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run("(" + env(1) + base_args(tmp.path() + "/b") + opts + " --lr 1e-2 > " + tmp.path() +
+               "/rank1.log 2>&1; echo \"rank 1 exit $?\" >> " + tmp.path() + "/rank1.log) & " + env(0) +
+               base_args(tmp.path() + "/a") + opts + "; code=$?; wait; cat " + tmp.path() + "/rank1.log; exit $code");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.output << "\n(" << seconds << " s)");
+  if (no_c10d(r)) return;
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("rank 1 exit 1"));
+  for (const char* rank : {"rank 0 of 2", "rank 1 of 2"})
+    CHECK_THAT(r.output, Catch::Contains(std::string(rank) + " at the rendezvous 127.0.0.1:" + std::to_string(port) +
+                                         " (port from MASTER_PORT): the ranks there are not one run"));
+  CHECK(seconds < 50);  // not a wait for the 60 s timeout
+  CHECK(!fs::exists(tmp.path() + "/a/summary.json"));
+  CHECK(!fs::exists(tmp.path() + "/b/summary.json"));
+}
+
 TEST_CASE("train: inside an sbatch script (SLURM_NTASKS=4, no srun step) a plain run is one process, at once") {
   // the cluster's reproduction: this waited 600 s as rank 0 of 4
   TempDir tmp;
@@ -442,6 +471,40 @@ TEST_CASE("train: two 2-rank torchrun launches at once, through paper.mk's launc
     REQUIRE(fs::exists(tmp.path() + run_dir + "/summary.json"));
     CHECK(json::parse(read_file(tmp.path() + run_dir + "/summary.json"))["world_size"] == 2);
   }
+}
+
+TEST_CASE("train: two 2-rank srun steps of one job at once (make -j with LAUNCH=srun), both complete") {
+  // With one port per job, the second step's rank 0 could not listen, and its rank 1 joined
+  // the first step's store. A job id whose two step ports are free now, so that the test can
+  // run beside others; Slurm's variables faked as srun sets them on one node.
+  std::mt19937 pick(unsigned(::getpid()));
+  long long job = 0;
+  for (int tries = 0; tries < 1000 && !job; ++tries) {
+    const long long j = 1 + pick() % 9000000;
+    if (loopback_port_is_free(slurm_step_port(j, 0)) && loopback_port_is_free(slurm_step_port(j, 1))) job = j;
+  }
+  REQUIRE(job != 0);
+  TempDir tmp;
+  const std::string opts = " --steps 3 --batch-tokens 256 --micro-batch 2";
+  std::string script = "export SHAPELAW_DIST_TIMEOUT=60 SLURM_JOB_ID=" + std::to_string(job) +
+                       " SLURM_STEP_NUM_TASKS=2 SLURM_STEP_NUM_NODES=1 SLURM_STEP_NODELIST=node1; ";
+  for (const std::string step : {"0", "1"})
+    for (const std::string rank : {"0", "1"}) {
+      const std::string name = "s" + step + "r" + rank;
+      script += "(SLURM_STEP_ID=" + step + " SLURM_PROCID=" + rank + " SLURM_LOCALID=" + rank + " " +
+                base_args(tmp.path() + "/s" + step) + opts + " > " + tmp.path() + "/" + name + ".log 2>&1; echo " +
+                name + "=$? >> " + tmp.path() + "/rc) & ";
+    }
+  script += "wait; cat " + tmp.path() + "/rc " + tmp.path() + "/*.log";
+  auto r = run(script);
+  INFO(r.output);
+  if (no_c10d(r)) return;
+  for (const char* name : {"s0r0=0", "s0r1=0", "s1r0=0", "s1r1=0"}) CHECK_THAT(r.output, Catch::Contains(name));
+  for (const char* run_dir : {"/s0", "/s1"}) {
+    REQUIRE(fs::exists(tmp.path() + run_dir + "/summary.json"));
+    CHECK(json::parse(read_file(tmp.path() + run_dir + "/summary.json"))["world_size"] == 2);
+  }
+  CHECK(train_losses(tmp.path() + "/s0") == train_losses(tmp.path() + "/s1"));
 }
 
 TEST_CASE("train: a data-parallel backend that is unknown or not built is refused clearly") {
