@@ -50,7 +50,7 @@ struct Distributed {
   // Sum of value over the ranks (a barrier that also agrees on a count, e.g. of failures).
   int64_t sum(int64_t value, const torch::Device& device) const;
   // Throws Error on every rank when the ranks are not one run: their `identity` (the binding
-  // config and the data's manifest) differs. Two launches given one rendezvous address (one
+  // config and the data's content) differs. Two launches given one rendezvous address (one
   // MASTER_PORT for both, or a port two Slurm steps derive alike) would otherwise pair the
   // ranks of different runs, and a pair that completes averages two runs' gradients silently.
   void check_one_run(const std::string& identity, const torch::Device& device) const;

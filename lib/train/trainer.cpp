@@ -227,7 +227,10 @@ int run_impl(const TrainConfig& given) {
 
   // device, threads, outputs, the fixed validation set
   const RunDevice rd = select_device(cfg.device, cfg.precision, dist);
-  dist.check_one_run(binding_config(cfg).dump() + "\n" + dataset.manifest_sha256(), rd.device);
+  // one run: the same math and the same data, by content (the manifest's splits: shard
+  // digests and counts), not by the revision or the input path that made the shards
+  dist.check_one_run(binding_config(cfg).dump() + "\n" + dataset.manifest().value("splits", json()).dump(),
+                     rd.device);
   const int threads = use_cpu_threads(cfg.threads);
   std::optional<RunDirectoryLock> lock;  // held until the run returns
   if (leader) {
