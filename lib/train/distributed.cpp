@@ -397,8 +397,10 @@ void Distributed::check_one_run(const std::string& identity, const torch::Device
   // sum(h^2) = world*h^2 only if all h are equal (Cauchy-Schwarz: world*sum(h^2) >= sum(h)^2,
   // equal only then), so all ranks fail together; world*h^2 < 2^63 for up to 2^23 ranks.
   const int64_t h = std::stoll(sha256_hex(identity).substr(0, 5), nullptr, 16);
-  const int64_t sum_h = sum(h, device), sum_h2 = sum(h * h, device);
-  if (sum_h != world * h || sum_h2 != world * h * h)
+  torch::Tensor sums = torch::tensor(std::vector<int64_t>{h, h * h}, torch::kLong).to(device);
+  sum_over_ranks(sums);  // one all-reduce of both
+  sums = sums.cpu();
+  if (sums[0].item<int64_t>() != world * h || sums[1].item<int64_t>() != world * h * h)
     throw Error("rank " + std::to_string(rank) + " of " + std::to_string(world) + " at the rendezvous " +
                 launch.master_addr + ":" + std::to_string(launch.master_port) + " (port from " + launch.port_source +
                 "): the ranks there are not one run (their binding options or data differ); two launches share that "
