@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
 .PHONY: all deps build test fast controls controls-equal-n chinchilla refit bench-data bench-train bench-fit refit-paper \
-  clean help check-reproduced
+  clean help check-reproduced published build-fit configure
 
 # An explicit -j1 here reaches the study (a sub-make would otherwise pick its own default).
 study_jobs = $(if $(filter -j1,$(MAKEFLAGS)),STUDY_JOBS=1)
@@ -32,15 +32,19 @@ help:
 	@echo "make chinchilla   the micro grid at 20 tokens per parameter on public-domain prose, SP and CompleteP (pipelines/chinchilla.mk)"
 	@echo "make refit RUNS=... fit and audit existing results only (pipelines/refit.mk)"
 	@echo "make refit-paper  refit the paper's own tables with fit-law"
+	@echo "make published    the paper's claim against every sweep: Gemstones (W 256-3072), the paper's 30 and our"
+	@echo "                  studies under DATA, one fit-law sweep each (report-published/README.md; no LibTorch)"
 	@echo "make clean        remove $(BUILD)/"
 
 deps:
 	@scripts/install-deps
 
 # CMake tracks its own dependencies; always delegate to it.
-build: deps
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >$(BUILD).configure.log 2>&1 \
 	  || { cat $(BUILD).configure.log; exit 1; }
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # the GPT-2 tokenizer's tests compare against its files and JS reference (fetched once)
@@ -93,6 +97,13 @@ refit: build
 
 refit-paper: build
 	$(MAKE) -f pipelines/refit-paper.mk
+
+# fit-law alone (no LibTorch target is built)
+build-fit: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target fit-law
+
+published: build-fit
+	$(MAKE) -j $(JOBS) -f pipelines/published.mk
 
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log

@@ -96,7 +96,7 @@ VAL_EVERY ?= 96
 # is the default (docs/benchmarks.md: 1.58x aten per step at W16, 1.04x at W64; the study's
 # training wall in "Pipelines"). It equals aten only up to rounding (1e-5 relative on the
 # loss and gradients, tests/model/test_fused_block.cpp), so a study is one implementation
-# throughout: BLOCK_IMPL=aten gives the studies made before session 8 (aten adds no flag,
+# throughout: BLOCK_IMPL=aten gives the studies made with the aten block (aten adds no flag,
 # so their runs' stamps still match).
 BLOCK_IMPL ?= fused
 # KERNELS: train's --kernels for every run. fixed (the default): the same bits on every

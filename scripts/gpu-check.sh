@@ -37,7 +37,7 @@
 # The order they run in: 1, 8, 2, 3, 6, 7, 4, 5, then 9. What no GPU has shown yet comes
 # first (throughput at 124M and 1B, the 5-step fp32 and bf16 windows, the probe check since
 # ZeRO's clip-norm fix, the memory plan since the chunked head); resume, NCCL and ZeRO,
-# bit-identical on the H200 in session 16, come last, where a short deadline falls.
+# bit-identical on the first H200 call, come last, where a short deadline falls.
 # The data are the embedded corpus (Brown) in GPT-2's tokens: a GPU image can fetch
 # nothing, so scripts/gpu-deps shards it here into .gpu-deps/shards, with the Debian
 # packages the image lacks (sentencepiece, zstd, Eigen, CLI11, nlohmann-json, Catch2),

@@ -127,7 +127,7 @@ def memory(check, summary, plan_json, rel):
         + (f"reserved peak {reserved / 1e9:.4f} GB" if reserved >= 0 else "reserved: none on CPU (tensors counted)"))
     failed = verdict(f"{check}: plan peak / measured allocated peak", f"{ratio:.3f}",
                      f"1 +- {float(rel):g}", abs(ratio - 1) <= float(rel))
-    if "evaluation_peak" in p and meas.get("evaluation_peak", 0) > 0:  # validation's own peak (session 18 on)
+    if "evaluation_peak" in p and meas.get("evaluation_peak", 0) > 0:  # validation's own peak (older summaries lack it)
         ev = p["evaluation_peak"] / meas["evaluation_peak"]
         failed |= verdict(f"{check}: plan evaluation peak / measured", f"{ev:.3f}",
                           f"1 +- {float(rel):g}", abs(ev - 1) <= float(rel))

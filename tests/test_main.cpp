@@ -7,7 +7,7 @@
 #if SHAPELAW_CATCH2_MAJOR < 3
 // Each CTest entry runs one binary filtered to one case. Catch2 v3 fails a run whose
 // filter matches no case; v2 reports "No test cases matched" and exits 0, so a CTest entry
-// whose filter went wrong (a ';' in a case name split it into two, session 21) passed
+// whose filter went wrong (a ';' in a case name split it into two on Debian 12's CMake) passed
 // without running anything. v2's own `--warn NoTests` is that rule (exit 2): on always.
 int main(int argc, char* argv[]) {
   Catch::Session session;

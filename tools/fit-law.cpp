@@ -2,6 +2,8 @@
 // All logic lives in lib/fit/; this file only parses flags and wires outputs.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -14,6 +16,8 @@
 #include "fit/analysis.h"
 #include "fit/laws.h"
 #include "fit/report.h"
+#include "fit/sweep.h"
+#include "fit/sweep_report.h"
 #include "fit/table.h"
 #include "study/analysis.h"
 #include "study/curves.h"
@@ -112,9 +116,109 @@ int controls_main(int argc, char** argv) {
   return 0;
 }
 
+// fit-law sweep: one study's answer to the paper's question from a depth x width sweep (lib/fit/sweep.h).
+int sweep_main(int argc, char** argv) {
+  CLI::App app{"Put the paper's claim against a depth x width sweep: summary.json files or directories of them,\n"
+               "or CSV/JSONL tables with several checkpoints per run (--col maps their column names). Writes\n"
+               "DIR/sweep.json (docs/formats.md), DIR/README.md, DIR/fit.json and the plots' data with plots.gp\n"
+               "(drawn when gnuplot is installed): the law-free depth test at matched tokens, every law compared\n"
+               "leaving one run out, each law's D_crit with its run-bootstrap CI against 2.43 ln W, and a verdict\n"
+               "(supported, refuted or undecided, by the rule the README states). Rows that share a run are\n"
+               "checkpoints of one run: the bootstrap resamples and leave-one-out leaves out whole runs.",
+               "fit-law sweep"};
+  std::vector<std::string> inputs, col_specs;
+  std::string out_dir;
+  fit::SweepOptions o = fit::default_sweep_options();
+  bool no_plots = false, skip_bad = false;
+  int threads = 0;
+  app.add_option("inputs", inputs, "summary.json files, directories (searched for summary.json), .csv, .jsonl")->required();
+  app.add_option("--col", col_specs, "column mapping FIELD=COLUMN[*SCALE], e.g. run=run_name tokens=tokens_b*1e9 "
+                                     "(fields as fit-law's)");
+  app.add_option("--out,-o", out_dir, "the directory to write")->required();
+  app.add_option("--name", o.name, "the study's name in the report (default: the first input)");
+  app.add_option("--n", o.law.n_source, "parameter count N, as fit-law's --n")->capture_default_str()
+      ->check(CLI::IsMember({"auto", "12dw2", "total", "nonembedding"}));
+  app.add_option("--bootstrap,-B", o.law.bootstrap, "run-bootstrap resamples")->capture_default_str()->check(non_negative_number());
+  app.add_option("--seed", o.law.seed, "bootstrap seed")->capture_default_str();
+  app.add_option("--huber-delta", o.law.fit.objective.delta, "Huber delta (log-space residuals)")->capture_default_str()
+      ->check(positive_number());
+  app.add_option("--seed-sd", o.depth.assumed_seed_sd,
+                 "the seed-to-seed SD of the loss (nats) assumed where the data has no seeds; with seeds, theirs is used")
+      ->capture_default_str()->check(positive_number());
+  app.add_option("--threads,-j", threads, "worker threads (0: all cores)")->capture_default_str()->check(non_negative_number());
+  app.add_flag("--no-plots", no_plots, "write the plots' data and plots.gp, but do not run gnuplot");
+  app.add_flag("--skip-bad-rows", skip_bad, "warn about and skip bad rows instead of failing");
+  std::string best_of;
+  app.add_option("--best-of", best_of, "per configuration keep the runs of the KEY value with the lowest mean loss, "
+                                       "as fit-law's --best-of (e.g. lr for a learning-rate sweep)");
+  if (int rc = parse_command_line(app, argc, argv, "fit-law sweep"); rc >= 0) return rc;
+  o.law.fit.threads = threads;
+  fit::LoadOptions lo;
+  lo.skip_bad_rows = skip_bad;
+  for (const auto& spec : col_specs) lo.columns.insert(fit::parse_column_spec(spec));
+  fit::LoadResult data = fit::load_tables(inputs, lo);
+  if (!best_of.empty()) {
+    fit::BestOfResult b = fit::select_best_of(data.rows, best_of);
+    data.rows = std::move(b.rows);
+    data.warnings.insert(data.warnings.end(), b.warnings.begin(), b.warnings.end());
+  }
+  fit::check_sweep_rows(data.rows);  // before N is resolved: its message would hide what is missing
+  const fit::NChoice n = fit::resolve_inputs(data.rows, o.law.n_source, lo.columns);
+  fit::SweepResult r = fit::run_sweep(std::move(data.rows), data.files, data.warnings, n, o);
+  std::filesystem::create_directories(out_dir);
+  const std::string dir = out_dir + "/";
+  write_output(dir + "fit.json", r.fit.dump(2) + "\n");
+  for (const auto& [name, content] : fit::sweep_plot_files(r)) write_output(dir + name, content);
+  std::string plots = "not drawn (--no-plots)";
+  if (!no_plots) {
+    if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+      plots = "not drawn: gnuplot is not installed (run `gnuplot plots.gp` in " + out_dir + ")";
+    } else {
+      const std::string cmd = "cd '" + out_dir + "' && gnuplot plots.gp";
+      plots = std::system(cmd.c_str()) == 0 ? "drawn" : "not drawn: gnuplot failed on plots.gp (its message is above)";
+    }
+  }
+  r.sweep["plots"] = plots;
+  write_output(dir + "sweep.json", r.sweep.dump(2) + "\n");
+  write_output(dir + "README.md", fit::sweep_readme(r.sweep));
+  std::fprintf(stderr, "fit-law sweep: %s: %s (%s/README.md); plots %s\n", r.sweep["name"].get<std::string>().c_str(),
+               r.sweep["verdict"].get<std::string>().c_str(), out_dir.c_str(), plots.c_str());
+  return 0;
+}
+
+// fit-law overview: several sweeps side by side, with the answer across them (make published).
+int overview_main(int argc, char** argv) {
+  CLI::App app{"One row per study from fit-law sweep's sweep.json files (who, W range, D range, tokens, runs past the\n"
+               "paper's D_crit, the depth test, the verdict, D_crit against 2.43 ln W) and a paragraph that answers\n"
+               "the paper's question across them, in markdown.",
+               "fit-law overview"};
+  std::vector<std::string> inputs;
+  std::string out_path = "-", links_base;
+  app.add_option("sweeps", inputs, "sweep.json files (fit-law sweep -o DIR writes DIR/sweep.json)")->required();
+  app.add_option("--link-from", links_base, "link each row to its README.md, relative to this directory");
+  app.add_option("--out,-o", out_path, "write the markdown here ('-': stdout)")->capture_default_str();
+  if (int rc = parse_command_line(app, argc, argv, "fit-law overview"); rc >= 0) return rc;
+  std::vector<nlohmann::json> sweeps;
+  std::vector<std::string> links;
+  for (const auto& path : inputs) {
+    nlohmann::json s = read_json_file(path);
+    if (s.value("format", "") != "shapelaw.sweep") throw Error(path + ": field 'format': not a sweep.json (fit-law sweep)");
+    sweeps.push_back(std::move(s));
+    links.push_back(links_base.empty() ? ""
+                                       : std::filesystem::relative(std::filesystem::path(path).parent_path() / "README.md",
+                                                                   links_base).string());
+  }
+  write_output(out_path, fit::sweeps_overview(sweeps, links));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "overview")
+    return tool_main("fit-law overview", [&]() -> int { return overview_main(argc - 1, argv + 1); });
+  if (argc > 1 && std::string(argv[1]) == "sweep")
+    return tool_main("fit-law sweep", [&]() -> int { return sweep_main(argc - 1, argv + 1); });
   if (argc > 1 && std::string(argv[1]) == "study")
     return tool_main("fit-law study", [&]() -> int { return study_main(argc - 1, argv + 1); });
   if (argc > 1 && std::string(argv[1]) == "controls")
@@ -126,7 +230,9 @@ int main(int argc, char** argv) {
                  "change the answer. --format json (and -o fit.json) is the complete record; csv carries\n"
                  "every number and statement of it as rows (docs/formats.md); notes and warnings also go\n"
                  "to stderr in every format.\n"
-                 "fit-law study / fit-law controls (see their --help): a study's statistics, verdicts and headline."};
+                 "fit-law study / fit-law controls (see their --help): a study's statistics, verdicts and headline.\n"
+                 "fit-law sweep / fit-law overview (see their --help): the paper's claim against a depth x width sweep,\n"
+                 "with a verdict; several sweeps side by side."};
     app.set_version_flag("--version", shapelaw::tool_version("fit-law"));
     std::vector<std::string> inputs, col_specs, models;
     fit::LawOptions o;
@@ -138,7 +244,8 @@ int main(int argc, char** argv) {
     app.add_option("inputs", inputs, "summary.json files, directories (searched for summary.json), globs, .csv, .jsonl");
     app.add_option("--col", col_specs, "column mapping FIELD=COLUMN[*SCALE], e.g. tokens=tokens_b*1e9 "
                                        "(fields: run group tokenizer tokenizer_kind depth width loss tau loss_se params params_nonembedding tokens compute)");
-    app.add_option("--model,-m", models, "laws to fit (repeat or comma-separate; default: every law for the response)")
+    app.add_option("--model,-m", models, "laws to fit (repeat or comma-separate; default: every law for the response but the width-depth "
+                                       "rivals gemstones and inverse-depth, fitted by name or by fit-law sweep)")
         ->delimiter(',');
     app.add_flag("--tau", o.tau, "input is a probe-grads tau table (fits tau-power and tau-log against width)");
     app.add_flag("--list-models", list_models, "list the laws and exit");

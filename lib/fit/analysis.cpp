@@ -60,17 +60,33 @@ json optimal_json(const OptimalCurve& c, bool shapes) {
 
 // ---- the data, before any law --------------------------------------------------------
 
+}  // namespace
+
+bool runs_repeat(const std::vector<Row>& rows) {
+  if (std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.group.empty(); })) return false;
+  std::set<std::string> seen;
+  for (const auto& r : rows)
+    if (!r.run.empty() && !seen.insert(r.run).second) return true;
+  return false;
+}
+
+namespace {
+
 PreparedData prepare_data(std::vector<Row>& rows, const LawOptions& opt) {
   PreparedData d;
   const size_t n = rows.size();
   d.points.resize(n);
   d.groups.resize(n);
   std::map<std::string, int> group_ids;
-  // a probe-grads table may hold several steps of one run: resample runs, not rows
-  if (opt.tau)
+  // Rows that share a run are checkpoints of one training run (one initialisation, one data
+  // order, one schedule), not independent measurements: without explicit groups, bootstrap
+  // and leave-one-out resample whole runs. A probe-grads table's steps of one run likewise.
+  const bool explicit_groups = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.group.empty(); });
+  if (opt.tau || runs_repeat(rows))
     for (auto& r : rows)
       if (r.group.empty()) r.group = r.run;
   d.have_groups = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !r.group.empty(); });
+  d.resample_unit = !d.have_groups ? "row" : explicit_groups ? "group" : "run";
   for (size_t i = 0; i < n; ++i) {
     const Row& r = rows[i];
     Point& p = d.points[i];
@@ -79,6 +95,7 @@ PreparedData prepare_data(std::vector<Row>& rows, const LawOptions& opt) {
     p.N = r.N;
     p.T = r.T;
     p.y = r.loss;
+    p.cache_logs();
     std::string key = d.have_groups && !r.group.empty() ? "g:" + r.group : "row:" + std::to_string(i);
     d.groups[i] = group_ids.emplace(key, (int)group_ids.size()).first->second;
   }
@@ -126,13 +143,16 @@ PreparedData prepare_data(std::vector<Row>& rows, const LawOptions& opt) {
   return d;
 }
 
-json options_json(const LawOptions& opt, const FitInput& in, bool have_groups) {
-  return {{"objective", opt.fit.objective.kind == Objective::Huber ? "huber" : "ls"},
+json options_json(const LawOptions& opt, const FitInput& in, const PreparedData& d) {
+  json o = {{"objective", opt.fit.objective.kind == Objective::Huber ? "huber" : "ls"},
           {"huber_delta", opt.fit.objective.delta},
           {"space", opt.fit.log_space ? "log" : "loss"},
           {"phi", opt.phi_relative ? "relative" : "absolute"},
           {"bootstrap", opt.bootstrap},
-          {"bootstrap_by_group", have_groups},
+          {"bootstrap_by_group", d.have_groups},
+          // what the bootstrap resamples and leave-one-out leaves out: whole runs (rows sharing
+          // a run are checkpoints of one run), the --col group groups, or single rows
+          {"resample_unit", d.resample_unit},
           {"holdout", opt.holdout},
           {"loo", opt.loo},
           {"profile", opt.profile},
@@ -149,6 +169,8 @@ json options_json(const LawOptions& opt, const FitInput& in, bool have_groups) {
                   {"xtol", opt.fit.lm.xtol}, {"gtol", opt.fit.lm.gtol}}},
           {"compute_optimal", {{"c_min", opt.optimal.c_min}, {"c_max", opt.optimal.c_max},
                                {"n_c", opt.optimal.n_c}, {"draws", opt.optimal_draws}}}};
+  if (opt.fit.resample_starts > 0) o["resample_starts"] = opt.fit.resample_starts;
+  return o;
 }
 
 json input_json(const std::vector<Row>& rows, const std::vector<std::string>& files,
@@ -474,7 +496,8 @@ json law_json(const LawAnalysis& a, const PreparedData& d, const std::vector<Row
                {"condition_number", num(fr.condition)}};
   const BootstrapResult& boot = a.bootstrap;
   mj["bootstrap"] = {{"requested", boot.requested}, {"used", boot.draws.size()}, {"failed", boot.failed},
-                     {"not_converged", boot.not_converged}, {"by_group", d.have_groups}};
+                     {"not_converged", boot.not_converged}, {"by_group", d.have_groups},
+                     {"unit", d.resample_unit}};
   if (a.evaluated && opt.bootstrap > 0) mj["bootstrap"]["reason"] = "every parameter is held: nothing to resample";
   mj["evaluated"] = a.evaluated;
   json draws = json::array();
@@ -592,7 +615,7 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
 
   const PreparedData d = prepare_data(rows, opt);
   const size_t n = rows.size();
-  rec["options"] = options_json(opt, in, d.have_groups);
+  rec["options"] = options_json(opt, in, d);
   rec["input"] = input_json(rows, files, in.warnings, d);
   if (!in.best_of.is_null()) rec["best_of"] = in.best_of;
   if (d.pure_error.df > 0) rec["replicates"] = replicates_json(d.pure_error, rows);
@@ -601,7 +624,7 @@ LawOutput run_fit_law(FitInput in, const LawOptions& opt) {
   std::vector<std::string> names = opt.models;
   if (names.empty())
     for (const auto& info : model_catalog())
-      if (info.response == response) names.push_back(info.name);
+      if (info.response == response && info.by_default) names.push_back(info.name);
   ModelOptions mo;
   mo.phi_relative = opt.phi_relative;
   mo.T_varies = d.T_varies;

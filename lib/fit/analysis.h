@@ -82,6 +82,7 @@ struct PreparedData {
   std::vector<int> groups;     // resampling group of each row (a run, a configuration, or the row)
   size_t n_groups = 0;
   bool have_groups = false;    // the rows name groups: bootstrap and LOO resample them
+  std::string resample_unit;   // "run" (rows sharing a run), "group" (--col group) or "row"
   bool shapes = false;         // every row has a depth and a width
   bool D_varies = false, W_varies = false, N_varies = false, T_varies = false;
   size_t T_known = 0;          // rows with tokens
@@ -126,6 +127,10 @@ struct LawAnalysis {
   // "NAME: the best of K starts did not converge (...)" or "" when it converged
   std::string convergence_warning() const;
 };
+
+// Whether some run has more than one row (checkpoints of one run) and no row names a group:
+// then the runs are the resampling groups.
+bool runs_repeat(const std::vector<Row>& rows);
 
 // The record of one law (fit.json models[]); rows name the held-out runs.
 nlohmann::json law_json(const LawAnalysis& law, const PreparedData& data, const std::vector<Row>& rows,

@@ -70,7 +70,7 @@ bool joint_residuals(const Model& m, const std::vector<Point>& pts, const Vector
     double f = m.predict_grad(x, p, grad);
     if (log_space) {
       if (!(f > 0)) return false;
-      r[i] = sw * (std::log(f) - std::log(x.y));
+      r[i] = sw * (std::log(f) - x.ln_y());
       if (J) J->row(i) = (sw / f) * grad.transpose();
     } else {
       r[i] = sw * (f - x.y);

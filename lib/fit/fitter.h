@@ -20,6 +20,10 @@ struct FitOptions {
   LMOptions lm;
   int screen_iterations = 200;  // per grid start; the best `polish` results then get lm.max_iterations
   int polish = 5;
+  // bootstrap and leave-one-out refits start from the full fit's optima within 10% of the
+  // best: at most this many of them (0: all; a law with hundreds of near-equal optima,
+  // such as the width-depth laws on a long sweep, would refit from every one)
+  int resample_starts = 0;
 };
 
 struct FitResult {

@@ -39,7 +39,7 @@ LeaveOneOut leave_one_out(const Model& m, const std::vector<Point>& pts, const s
     for (int i : members[g]) loo.left_out[size_t(i)] = 1;
   FitOptions inner = o;
   inner.threads = 1;
-  const std::vector<Eigen::VectorXd> starts = resample_starts(full);
+  const std::vector<Eigen::VectorXd> starts = resample_starts(full, o.resample_starts);
   parallel_for_progress(chosen.size(), o.threads, "leave-one-out" + (label.empty() ? "" : " " + label), [&](size_t q) {
     const auto& out_rows = members[chosen[q]];
     std::vector<char> out(pts.size(), 0);

@@ -76,6 +76,9 @@ std::string render_text(const json& rec, bool md) {
      << opt["space"].get<std::string>() << " space, phi " << opt["phi"].get<std::string>() << ", bootstrap B="
      << opt["bootstrap"] << ", seed " << rec["seed"] << "\n";
   if (opt.contains("n_note")) os << (md ? "\n" : "") << "N: " << opt["n_note"].get<std::string>() << "\n";
+  if (opt.value("resample_unit", "") == "run")
+    os << (md ? "\n" : "") << "resampling: rows that share a run are checkpoints of one run, so the bootstrap resamples "
+       << "and leave-one-out leaves out whole runs (" << rec["input"]["groups"] << " runs)\n";
   if (rec["input"].contains("tokens_note")) os << (md ? "\n" : "") << "note: " << rec["input"]["tokens_note"].get<std::string>() << "\n";
   if (rec.contains("best_of")) {
     const json& b = rec["best_of"];

@@ -18,13 +18,16 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 // Restarts for resampled fits: the full-data optimum, plus other distinct local optima
-// whose objective is within 10% of it (a resample may prefer a nearby basin).
-std::vector<Eigen::VectorXd> resample_starts(const FitResult& full) {
+// whose objective is within 10% of it (a resample may prefer a nearby basin), the best
+// `max_starts` of them when it is > 0 (the optima are in ascending objective order).
+std::vector<Eigen::VectorXd> resample_starts(const FitResult& full, int max_starts) {
   std::vector<Eigen::VectorXd> s;
   if (full.optima_params.empty()) return {full.p};
-  for (size_t q = 0; q < full.optima_params.size(); ++q)
+  for (size_t q = 0; q < full.optima_params.size(); ++q) {
+    if (max_starts > 0 && (int)s.size() >= max_starts) break;
     if (q == 0 || (q < full.optima.size() && full.optima[q].first <= 1.1 * full.optima[0].first))
       s.push_back(full.optima_params[q]);
+  }
   return s;
 }
 std::vector<std::vector<int>> members_by_group(const std::vector<int>& groups) {
@@ -45,7 +48,7 @@ BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const s
   std::vector<int> status(B, 0);  // 0 ok, 1 failed, 2 not converged (kept)
   FitOptions inner = o;
   inner.threads = 1;
-  std::vector<Eigen::VectorXd> starts = resample_starts(full);
+  std::vector<Eigen::VectorXd> starts = resample_starts(full, o.resample_starts);
   parallel_for(B, o.threads, [&](size_t b) {
     std::mt19937_64 rng(splitmix64(seed ^ splitmix64(b + 1)));
     std::uniform_int_distribution<size_t> pick(0, G - 1);

@@ -23,8 +23,8 @@ BootstrapResult bootstrap(const Model& m, const std::vector<Point>& pts, const s
 // Leave-one-out (leave-one-group-out): fit/loo.h.
 
 // Starts of a refit on resampled data: the full-data optimum, plus the other local optima
-// within 10% of its objective.
-std::vector<Eigen::VectorXd> resample_starts(const FitResult& full);
+// within 10% of its objective (the best max_starts of them when max_starts > 0).
+std::vector<Eigen::VectorXd> resample_starts(const FitResult& full, int max_starts = 0);
 // Row indices of each group, groups in ascending id order.
 std::vector<std::vector<int>> members_by_group(const std::vector<int>& groups);
 

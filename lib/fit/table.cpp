@@ -368,10 +368,11 @@ LoadResult load_tables(const std::vector<std::string>& inputs, const LoadOptions
   canonical_order(result.rows);
   check_all_or_none(result.rows, "depth", &Row::depth);
   check_all_or_none(result.rows, "width", &Row::width);
-  // duplicate run ids (duplicate configurations: fit/best_of.h check_replicates)
-  std::map<std::string, const Row*> by_run;
+  // duplicate run ids (duplicate configurations: fit/best_of.h check_replicates); rows of one
+  // run at different token counts are its checkpoints, not duplicates
+  std::map<std::pair<std::string, double>, const Row*> by_run;
   for (const auto& r : result.rows) {
-    auto [it, fresh] = by_run.emplace(r.run, &r);
+    auto [it, fresh] = by_run.emplace(std::make_pair(r.run, r.tokens), &r);
     if (!fresh)
       result.warnings.push_back(located(r.source, r.line, "duplicate run '" + r.run + "' (also at " +
                                                              located(it->second->source, it->second->line, "") + ")"));

@@ -279,7 +279,7 @@ TEST_CASE("audit DIR walks the directory for config.json and summary.json, and a
   CHECK(empty.output.find("nothing-here") != std::string::npos);
 
   // configs named by their model (examples/hf-configs/) are found too; a run's other JSON
-  // records are not configs and are left alone. Until session 18 the examples gave 1 row of 9.
+  // records are not configs and are left alone. (A walk that took only files named config.json found 1 row of the 9.)
   auto samples = run(audit() + " " + source("examples/hf-configs") + " --format json");
   INFO(samples.output);
   REQUIRE(samples.exit_code == 0);

@@ -81,7 +81,7 @@ TEST_CASE("chunked head cross-entropy from bf16 logits (a GPU's autocast): the s
 }
 
 TEST_CASE("chunked evaluation head (a GPU's no-grad path) equals the plain composition, chunks and padding whatever") {
-  // before session 18 a GPU evaluated through the plain composition: N x V fp32 logits and
+  // why chunked: the plain composition holds N x V fp32 logits and
   // log-probabilities at once, 8 GB at micro-batch 16 and GPT-2's vocabulary
   torch::manual_seed(7);
   const int64_t n = 40, vocab = 97, padded = 128, width = 24;

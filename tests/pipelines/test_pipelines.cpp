@@ -680,7 +680,7 @@ TEST_CASE("every script's usage is its whole header comment, its first line to i
 }
 
 TEST_CASE("every tool: a usage error is one line `tool: error: ... (see --help)` and exit status 2") {
-  // Until session 18 tokenize, shard and train printed CLI11's two lines and exited 104-109
+  // not CLI11's own two lines and exit 104-109, which a tool that bypasses util/command_line.h prints
   const std::vector<std::pair<std::string, std::string>> asks = {
       {"tokenize --bogus", "tokenize"},           {"tokenize encode x.jsonl", "tokenize"},
       {"shard write", "shard"},                   {"shard cat --format nonsense", "shard"},
@@ -688,10 +688,10 @@ TEST_CASE("every tool: a usage error is one line `tool: error: ... (see --help)`
       {"train eval", "train eval"},               {"probe-grads measure", "probe-grads"},
       {"fit-law --bogus", "fit-law"},             {"fit-law study --bogus x", "fit-law study"},
       {"fit-law controls --bogus x", "fit-law controls"}, {"audit --bogus", "audit"},
-      // '-' for an output that is a directory: until session 18 a directory named "-"
+      // '-' for an output that is a directory: refused, not made into a directory named "-"
       {"shard write -o -", "shard"},              {"tokenize import-brown /tmp -o -", "tokenize"},
       {"train --data x --out -", "train"},        {"train --steps 1", "train"},
-      // a bound says its number (until session 18: "0.000000 to 17976931348623157081..." in 309 digits)
+      // a bound says its number (not CLI11's range text, "0.000000 to 17976931348623157081..." in 309 digits)
       {"fit-law -B -1 x.csv", "fit-law"},         {"probe-grads fit --bogus", "probe-grads"}};
   for (const auto& [ask, name] : asks) {
     const std::string tool = ask.substr(0, ask.find(' '));

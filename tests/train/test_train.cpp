@@ -617,8 +617,8 @@ TEST_CASE("train --plan: the state bytes are exactly what train allocates, activ
     CHECK(bytes["evaluation_peak"].get<double>() ==
           Approx(mem["measured"]["evaluation_peak"].get<double>()).epsilon(0.25));
   }
-  {  // validation every step: until session 18 its memory was counted as the training
-     // steps' (1.95x the planned activations at this head-heavy shape)
+  {  // validation every step: its memory must not count as the training steps'
+     // (counted in, it gave 1.95x the planned activations at this head-heavy shape)
     const std::string out = tmp.path() + "/validating";
     const std::string args = base_args(out) + shape + " --val-every 1";
     json plan = plan_json(args);
@@ -799,7 +799,7 @@ TEST_CASE("train --zero 2: 2 ranks match plain data parallel, gradients per rank
   // and it holds no more: the run's measured peak is a run's without probe steps. The peak
   // of two runs differs by ~1-2% run to run (the collectives' buffers), so the bound is half
   // of what keeping the gradients whole would add (ZeRO-1's gradients less ZeRO-2's, ~9%);
-  // a float64 copy of the slice (as before session 11) added ~2.4% on one CI machine.
+  // a float64 copy of the slice, the kind of cost this bound catches, added ~2.4% on one CI machine.
   const int64_t with_probes = memory("z2p")["measured"]["peak"], without = memory("z2")["measured"]["peak"];
   const int64_t whole = memory("z1")["measured"]["gradients"].get<int64_t>() - memory("z2")["measured"]["gradients"].get<int64_t>();
   std::printf("ZeRO-2 peak with probe steps %lld bytes, without %lld (keeping the gradients whole would add %lld)\n",

@@ -176,7 +176,7 @@ TEST_CASE("train: checkpoint files are checksummed, a damaged newest one falls b
   auto eval_newest = run(bin("train") + " eval " + out + " --split validation");
   INFO(eval_newest.output);
   CHECK(eval_newest.exit_code == 0);
-  // prefixed with the tool's name like every line a tool prints (until session 18 it was bare)
+  // prefixed with the tool's name like every line a tool prints (a bare line would not say which tool warned)
   CHECK(eval_newest.output.find("train eval: warning: checkpoint " + out + kCheckpoint8 + " is damaged") !=
         std::string::npos);
   auto probe_newest = run(bin("probe-grads") + " measure " + out + " --out " + out + "-probe -K 1 -B 2 --threads 1");
