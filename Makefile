@@ -8,12 +8,12 @@ CMAKE_FLAGS ?=
 export PATH := $(CURDIR)/$(BUILD)/bin:$(PATH)
 
 .PHONY: all deps build test fast controls controls-equal-n chinchilla refit bench-data bench-train bench-fit refit-paper \
-  clean help check-reproduced published build-fit configure
+  clean help check-reproduced published build-fit build-tools configure
 
 # An explicit -j1 here reaches the study (a sub-make would otherwise pick its own default).
 study_jobs = $(if $(filter -j1,$(MAKEFLAGS)),STUDY_JOBS=1)
 
-all: build
+all: build-tools
 	$(MAKE) -f pipelines/micro.mk $(study_jobs)
 
 help:
@@ -47,6 +47,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# the tools alone, what the pipelines run: `make` does not wait for the test binaries
+build-tools: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target shapelaw_tools
+
 # the GPT-2 tokenizer's tests compare against its files and JS reference (fetched once)
 test: build
 	@SHAPELAW_CACHE=$${SHAPELAW_CACHE:-$(CURDIR)/$(BUILD)/cache} scripts/fetch-tokenizer gpt2 >/dev/null
@@ -73,29 +77,29 @@ EXPECTED ?= pipelines/expected/$(notdir $(REPRODUCE_STUDY)).json
 check-reproduced:
 	@scripts/check-reproduced $(if $(filter 1,$(UPDATE)),--write) --expected $(EXPECTED) $(REPRODUCE_STUDY)/runs
 
-fast: build
+fast: build-tools
 	$(MAKE) -f pipelines/micro.mk FAST=1 $(study_jobs)
 
 # the controls study (tuned learning rates, CompleteP): runs in parallel, one thread each
 # The main report quotes the controls' verdict: refreshed here, when the study it reports
 # is up to date (its page only, seconds; a stale study is left for the next `make`).
-controls: build
+controls: build-tools
 	$(MAKE) -j $(JOBS) -f pipelines/controls.mk
 	@if [ -f report/README.md ] && $(MAKE) -n --no-print-directory -f pipelines/micro.mk \
 	    $(DATA)/micro/study/results/fit.json 2>&1 | grep -q "is up to date"; then \
 	  echo "make controls: report/README.md quotes the controls' verdict: refreshing it"; \
 	  $(MAKE) --no-print-directory -f pipelines/micro.mk report/README.md; fi
-controls-equal-n: build
+controls-equal-n: build-tools
 	$(MAKE) -j $(JOBS) -f pipelines/controls.mk equal-n
 
 # the paper's protocol in miniature: a token budget per configuration (report-chinchilla/)
-chinchilla: build
+chinchilla: build-tools
 	$(MAKE) -j $(JOBS) -f pipelines/chinchilla.mk
 
-refit: build
+refit: build-tools
 	$(MAKE) -f pipelines/refit.mk
 
-refit-paper: build
+refit-paper: build-tools
 	$(MAKE) -f pipelines/refit-paper.mk
 
 # fit-law alone (no LibTorch target is built)
