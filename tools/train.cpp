@@ -19,14 +19,11 @@
 #include "train/synthetic_data.h"
 #include "compat/torch_compat.h"
 #include "kernels/kernel_set.h"
-#include "model/equal_params.h"
 #include "plan/layout.h"
 #include "plan/memory_plan.h"
 #include "shards/dataset.h"
-#include "train/distributed.h"
 #include "train/kernel_record.h"
 #include "train/run_plan.h"
-#include "train/synthetic_data.h"
 #include "train/train_config.h"
 #include "util/atomic_file.h"
 #include "util/build_info.h"
@@ -115,7 +112,7 @@ void add_options(CLI::App& app, shapelaw::TrainConfig& c) {
   shapelaw::visit_model_options(c.model, add("Model"));
   shapelaw::visit_train_options(c, add("Options"));
   app.add_option("--debug-kill-at-step", c.debug_kill_at_step, "testing: SIGKILL self at this step")->group("");
-  app.add_option("--debug-kill-phase", c.debug_kill_phase, "testing: step | checkpoint")->group("");
+  app.add_option("--debug-kill-phase", c.debug_kill_phase, "testing: step | checkpoint | sigterm")->group("");
 }
 
 // Parses a train command line (argv[0] is the program): returns -1 to go on, else the

@@ -44,7 +44,7 @@ SweepOptions default_sweep_options() {
   o.law.select = "loo";       // out of sample: leave one run out
   o.law.loo_max_groups = 0;   // every run
   o.law.holdout = 0;          // leave-one-run-out is the sweep's out-of-sample test
-  o.law.fit.resample_starts = 4;  // refits from the 4 best optima of the full fit
+  o.law.fit.resample_starts = 2;  // refits from the 2 best optima of the full fit
   return o;
 }
 

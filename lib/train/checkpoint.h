@@ -1,6 +1,6 @@
 #pragma once
 // Reading `train` checkpoints from other tools (probe-grads, evaluation): see
-// docs/formats.md, "train outputs". Implemented in trainer.cpp.
+// docs/formats.md, "train outputs". Implemented in checkpointer.cpp.
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -4,7 +4,10 @@
 // at the end a final validation, checkpoint and summary.json. The components live in
 // their own files: prefetch.h (data), optimizer.h (parameter groups, AdamW),
 // checkpointer.h (save/resume), evaluate.h (estimate_loss), metrics.h (records),
-// device.h, distributed.h.
+// readouts.h (losses and gradient norms read back, divergence), step_profile.h
+// (profile.csv), stop_signals.h (SIGTERM/SIGINT/SIGUSR1), memory_meter.h and run_plan.h
+// (memory measured and planned), run_directory.h (--out's checks and lock),
+// kernel_record.h, cpu_threads.h, device.h, distributed.h.
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -304,12 +307,18 @@ int run_impl(const TrainConfig& given) {
         "): this run's numbers may differ from another machine's (train re-executes itself with "
         "OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 unless run in-process or under a wrapper)");
   for (const auto& cap : caps) log("note: " + cap);
-  if (const uint64_t split_tokens = dataset.split("train").num_tokens();
-      double(total_steps) * double(cfg.batch_tokens) > double(split_tokens))
-    log("note: " + std::to_string(total_steps) + " steps x " + std::to_string(cfg.batch_tokens) + " tokens read the " +
-        std::to_string(split_tokens) + "-token train split " +
-        fmt("%.2f", double(total_steps) * double(cfg.batch_tokens) / double(split_tokens)) +
-        " times over: the data repeats (stated again in summary.json's caps)");
+  // The data repeating, said once a run: from the first step that draws a window of the
+  // split's second epoch (every rank's epoch has as many windows; each step takes accum x
+  // micro-batch of them), the step where the loop's cursor enters epoch 2.
+  if (const int64_t repeats_from = int64_t(sampler.windows_per_epoch()) / (accum * cfg.micro_batch) + 1;
+      total_steps >= repeats_from) {
+    const uint64_t split_tokens = dataset.split("train").num_tokens();
+    const double times = double(total_steps) * double(cfg.batch_tokens) / double(split_tokens);
+    log("note: the train split is read again from step " + std::to_string(repeats_from) + " on: " +
+        std::to_string(total_steps) + " steps x " + std::to_string(cfg.batch_tokens) + " tokens read the " +
+        std::to_string(split_tokens) + "-token train split " + fmt("%.2f", times) + " times over: the data repeats" +
+        (times > 1 ? " (stated again in summary.json's caps)" : ""));
+  }
   if (cfg.warmup() >= total_steps)
     log("warning: warmup (" + std::to_string(cfg.warmup()) + " steps) is not shorter than the run (" +
         std::to_string(total_steps) + " steps): the LR never reaches its cosine phase; see --warmup-fraction");
@@ -414,7 +423,6 @@ int run_impl(const TrainConfig& given) {
     const bool step_waits = rd.device.is_cpu() || readout_every == 1;  // else steps share a window's time
     rs.step_waits = step_waits;
     Readouts readouts(rs, metrics, st.losses, log);
-    int64_t epoch_seen = int64_t(st.cursor.epoch);
     auto stop_if_diverged = [&](const std::optional<Readouts::Divergence>& d) {
       if (d) throw diverged(d->why, d->step_before);
     };
@@ -487,23 +495,17 @@ int run_impl(const TrainConfig& given) {
         log("step " + std::to_string(st.step) + " validation loss " + fmt("%.4f", v));
       }
       if (checkpoint_now) checkpoint_here();
-      if (int64_t(st.cursor.epoch) > epoch_seen) {
-        epoch_seen = int64_t(st.cursor.epoch);
-        log("note: the train split is read again from step " + std::to_string(st.step) + " on (epoch " +
-            std::to_string(epoch_seen + 1) + "): the run repeats data");
-      }
       if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "step") debug_kill("after step", st.step);
       if (cfg.debug_kill_at_step == st.step && cfg.debug_kill_phase == "sigterm") std::raise(SIGTERM);
       if (readouts.queued() == 0) readouts.restart_window();  // validation and checkpoints left out
     }
   }
 
-  // end of run: validation, final checkpoint, summary
-  if (const uint64_t split_tokens = dataset.split("train").num_tokens(); uint64_t(st.tokens) > split_tokens) {
+  // end of run: validation, final checkpoint, summary (the data repeating, said at the
+  // start, goes into summary.json's caps)
+  if (const uint64_t split_tokens = dataset.split("train").num_tokens(); uint64_t(st.tokens) > split_tokens)
     caps.push_back("the train split (" + std::to_string(split_tokens) + " tokens) was read " +
                    fmt("%.2f", double(st.tokens) / double(split_tokens)) + " times over: the run repeats data");
-    log("note: " + caps.back());
-  }
   const double val_loss = validate(rd.bf16);
   const double val_loss_fp32 = rd.bf16 ? validate(/*bf16=*/false) : val_loss;
   metrics.val(st.step, st.tokens, val_loss);

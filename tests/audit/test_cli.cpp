@@ -179,10 +179,6 @@ TEST_CASE("check-table and paper subcommands") {
 }
 
 TEST_CASE("end to end: a fit-law record of the paper's 30 runs drives the audit with its bootstrap intervals") {
-  if (!std::filesystem::exists(bin("fit-law")) || !std::filesystem::exists(source("examples/paper/paper30.csv"))) {
-    WARN("fit-law or examples/paper/paper30.csv not available; skipped");
-    return;
-  }
   test::TempDir dir;
   std::string fit = dir.path() + "/fit.json";
   auto f = run(bin("fit-law") + " " + source("examples/paper/paper30.csv") + " -m paper-log -B 10 -j 1 --no-loo -o " + fit +
