@@ -150,7 +150,7 @@ int sweep_main(int argc, char** argv) {
   app.add_flag("--skip-bad-rows", skip_bad, "warn about and skip bad rows instead of failing");
   std::string best_of;
   app.add_option("--best-of", best_of, "per configuration keep the runs of the KEY value with the lowest mean loss, "
-                                       "as fit-law's --best-of (e.g. lr for a learning-rate sweep)");
+                                       "as fit-law's --best-of (e.g. lr for a learning-rate sweep; one row per run)");
   if (int rc = parse_command_line(app, argc, argv, "fit-law sweep"); rc >= 0) return rc;
   o.law.fit.threads = threads;
   fit::LoadOptions lo;
@@ -158,6 +158,10 @@ int sweep_main(int argc, char** argv) {
   for (const auto& spec : col_specs) lo.columns.insert(fit::parse_column_spec(spec));
   fit::LoadResult data = fit::load_tables(inputs, lo);
   if (!best_of.empty()) {
+    // best-of compares configurations row by row; checkpoints of one run would be picked apart
+    if (fit::runs_repeat(data.rows))
+      throw Error("--best-of " + best_of + ": rows share runs (checkpoints), and --best-of picks among runs of one "
+                  "row each (summary.json studies); give each run's final row, or leave --best-of out");
     fit::BestOfResult b = fit::select_best_of(data.rows, best_of);
     data.rows = std::move(b.rows);
     data.warnings.insert(data.warnings.end(), b.warnings.begin(), b.warnings.end());

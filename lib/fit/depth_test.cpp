@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace shapelaw::fit {
 
@@ -19,12 +20,7 @@ constexpr double kSameTokens = 1e-3;  // relative: two checkpoints at the "same"
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-std::string fmt(double v, int digits = 4) {
-  std::ostringstream os;
-  os.precision(digits);
-  os << v;
-  return os.str();
-}
+std::string fmt(double v, int digits = 4) { return significant(v, digits); }
 
 // One run's checkpoints, tokens ascending.
 struct RunCurve {

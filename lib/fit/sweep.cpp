@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace shapelaw::fit {
 
@@ -19,13 +20,7 @@ constexpr double kMixedUnits = 1e5;  // tokens of one table spanning more than t
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-std::string fmt(double v, int digits = 4) {
-  if (!std::isfinite(v)) return "–";
-  std::ostringstream os;
-  os.precision(digits);
-  os << v;
-  return os.str();
-}
+std::string fmt(double v, int digits = 4) { return significant(v, digits); }
 
 // "file:line" of a row, for a message about another row
 std::string where(const Row& r) { return r.line > 0 ? r.source + ":" + std::to_string(r.line) : r.source; }

@@ -6,19 +6,15 @@
 #include <set>
 #include <sstream>
 
+#include "util/text.h"
+
 namespace shapelaw::fit {
 
 using nlohmann::json;
 
 namespace {
 
-std::string fmt(double v, int digits = 4) {
-  if (!std::isfinite(v)) return "–";
-  std::ostringstream os;
-  os.precision(digits);
-  os << v;
-  return os.str();
-}
+std::string fmt(double v, int digits = 4) { return significant(v, digits); }
 
 double number(const json& j) { return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN(); }
 

@@ -1,6 +1,8 @@
 #include "util/text.h"
 
 #include <cctype>
+#include <cmath>
+#include <sstream>
 
 namespace shapelaw {
 
@@ -24,6 +26,14 @@ bool is_decimal_text(const std::string& s) {
     else if (c != '+' && c != '-' && c != '.' && c != 'e' && c != 'E') return false;
   }
   return digit;
+}
+
+std::string significant(double v, int digits) {
+  if (!std::isfinite(v)) return "–";
+  std::ostringstream os;
+  os.precision(digits);
+  os << v;
+  return os.str();
 }
 
 }  // namespace shapelaw

@@ -30,7 +30,7 @@ std::string g17(double v) {
 }
 
 // The micro-study's grid (D in {1,2,4,8,16} x W in {16,32,64}, one token budget) with
-// losses on U-curves in depth like the measured ones (docs/benchmarks.md), as summary.json
+// losses on U-curves in depth like the measured ones (report/README.md after `make`), as summary.json
 // files in dir/w{W}-d{D}/; returns their paths in grid order (as the pipeline lists them).
 std::vector<std::string> write_micro_grid(const std::string& dir) {
   const double curves[3][5] = {{5.2595, 5.2668, 5.2902, 5.3475, 5.4669},

@@ -162,6 +162,37 @@ TEST_CASE("fit-law sweep: bad tables fail with one line naming file, line and fi
          {"dup.csv:3: field 'tokens'", "second row", "dup.csv:2"});
   expect("shape", "run,depth,width,tokens,loss\na,4,256,1e10,3.1\na,8,256,2e10,3.0\nb,8,256,1e10,3.0\n", "",
          {"shape.csv:3: field 'depth'/'width'", "run 'a'", "shape.csv:2"});
+  expect("bestof", "run,depth,width,tokens,loss,lr\na,4,256,1e10,3.1,1\na,4,256,2e10,3.0,1\nb,8,256,1e10,3.0,1\n",
+         " --best-of lr", {"--best-of lr: rows share runs (checkpoints)"});
   // --col names a column the table does not have: the loader's own message
   expect("nocol", "run,depth,width,tokens,loss\na,4,256,1e10,3.1\n", " --col loss=val", {"nocol.csv:2", "'val'"});
+}
+
+TEST_CASE("fit-law overview: one row per study, and the sums across them in one paragraph") {
+  test::TempDir dir;
+  test::write_text(dir.path() + "/a.csv", sweep_csv(kShapes, no_penalty));
+  test::write_text(dir.path() + "/b.csv", sweep_csv(kShapes, with_penalty));
+  REQUIRE_OK(fitlaw() + " sweep " + dir.path() + "/a.csv" + kCols + " -B 5 --no-plots --name deeper-wins -o " +
+             dir.path() + "/a");
+  // --seed-sd: an assumed noise so large that no difference is beyond it
+  REQUIRE_OK(fitlaw() + " sweep " + dir.path() + "/b.csv" + kCols + " -B 5 --no-plots --seed-sd 10 --name noisy -o " +
+             dir.path() + "/b");
+  const json b = read_json(dir.path() + "/b/sweep.json");
+  CHECK(b["depth_tests"]["noise"]["seed_sd"] == 10.0);
+  CHECK(b["depth_tests"]["widths_with_penalty"] == 0);
+  for (const auto& w : b["depth_tests"]["widths"])
+    for (const auto& st : w["steps"]) CHECK(st["sign"] == 0);
+  const auto r = test::run_stdout(fitlaw() + " overview " + dir.path() + "/a/sweep.json " + dir.path() +
+                                  "/b/sweep.json --link-from " + dir.path());
+  INFO(r.output << r.errors);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("| [deeper-wins](a/README.md) | 256–1024 | 4–60 |") != std::string::npos);
+  CHECK(r.output.find("| [noisy](b/README.md) |") != std::string::npos);
+  CHECK(r.output.find("**Across 2 studies (W 256–1024):**") != std::string::npos);
+  CHECK(r.output.find("At 6 widths a run past D_crit can be compared with a shallower run") != std::string::npos);
+  // not a sweep.json: one line naming the file and the field
+  test::write_text(dir.path() + "/fit.json", "{\"format\": \"shapelaw.fit\"}");
+  const auto bad = test::run(fitlaw() + " overview " + dir.path() + "/fit.json");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find("fit.json: field 'format': not a sweep.json") != std::string::npos);
 }

@@ -1,8 +1,8 @@
 # Writes 15 summary.json files shaped like the micro-study (pipelines/grids/micro.grid):
 # D in {1,2,4,8,16} x W in {16,32,64}, 1,179,648 tokens each, vocabulary 2048, losses on
-# U-curves in depth matching docs/benchmarks.md's measured ones (best D = 1, 1, 2; the
-# deepest worse by about +0.2, +0.39, +0.29 nats) plus a fixed small jitter.
-# Usage: python3 tests/fit/bench/gen_micro.py OUTDIR   (writes OUTDIR/w{W}-d{D}/summary.json)
+# U-curves in depth shaped like the micro study's measured ones (best D = 1, 1, 2; the deepest
+# worse by about +0.2, +0.39, +0.29 nats here, +0.23, +0.42, +0.27 in `make`'s report) plus a fixed small jitter.
+# Usage: python3 bench/gen_micro.py OUTDIR   (writes OUTDIR/w{W}-d{D}/summary.json)
 import json, math, os, sys
 out = sys.argv[1]
 curves = {16: [5.2595, 5.2668, 5.2902, 5.3475, 5.4669],
