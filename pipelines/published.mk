@@ -5,7 +5,7 @@
 #   our own studies     the summary.json files under DATA, where `make`, `make controls` and
 #                       `make chinchilla` have run (each is skipped, and said so, where it has not)
 # Writes PUBLISHED_REPORT/<study>/{sweep.json,README.md,fit.json,plots} and PUBLISHED_REPORT/README.md.
-#   make published                       (under 3 minutes on 2 cores, docs/benchmarks.md)
+#   make published                       (2 min 39 s on 2 cores once fit-law is built, docs/benchmarks.md)
 #   make published SWEEP_ARGS="-B 1000"  more bootstrap draws
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
