@@ -119,19 +119,21 @@ std::string sweep_rule() {
 SweepResult run_sweep(std::vector<Row> rows, const std::vector<std::string>& files,
                       const std::vector<std::string>& warnings, const NChoice& n, const SweepOptions& o) {
   SweepResult out;
-  check_sweep_rows(rows);
   canonical_order(rows);
   out.depth = depth_test(rows, o.depth);
 
   // the data in a few numbers
   std::set<double> widths, depths;
   std::set<std::string> runs, past_runs;
+  std::map<std::string, int> per_run;
+  int rows_per_run_max = 0;
   double tmin = std::numeric_limits<double>::infinity(), tmax = 0;
   for (const auto& r : rows) {
     widths.insert(r.width);
     depths.insert(r.depth);
     const std::string run = r.run.empty() ? where(r) : r.run;
     runs.insert(run);
+    rows_per_run_max = std::max(rows_per_run_max, ++per_run[run]);
     if (r.depth > paper_dcrit(r.width)) past_runs.insert(run);
     if (r.T > 0) { tmin = std::min(tmin, r.T); tmax = std::max(tmax, r.T); }
   }
@@ -240,14 +242,10 @@ SweepResult run_sweep(std::vector<Row> rows, const std::vector<std::string>& fil
                {"depth_range", {dmin, dmax}},
                {"tokens_range", std::isfinite(tmin) ? json::array({tmin, tmax}) : json(nullptr)},
                {"runs_past_paper_dcrit", past_runs.size()},
-               {"rows_per_run_max", 0},
+               {"rows_per_run_max", rows_per_run_max},
                {"n", n.source},
                {"n_note", n.reason},
                {"resample_unit", out.fit["options"]["resample_unit"]}};
-  std::map<std::string, int> per_run;
-  int most = 0;
-  for (const auto& r : rows) most = std::max(most, ++per_run[r.run.empty() ? where(r) : r.run]);
-  data["rows_per_run_max"] = most;
   std::vector<std::string> sorted_files = files;
   std::sort(sorted_files.begin(), sorted_files.end());
   json& s = out.sweep;

@@ -42,7 +42,8 @@ struct SweepResult {
   DepthTest depth;
 };
 
-// rows: loaded (load_tables) and resolved (resolve_inputs) into `n`.
+// rows: loaded (load_tables), checked (check_sweep_rows, before resolve_inputs so that a
+// missing depth is named as such) and resolved (resolve_inputs) into `n`.
 SweepResult run_sweep(std::vector<Row> rows, const std::vector<std::string>& files,
                       const std::vector<std::string>& warnings, const NChoice& n, const SweepOptions& options);
 

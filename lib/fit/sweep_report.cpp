@@ -1,5 +1,6 @@
 #include "fit/sweep_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -117,9 +118,20 @@ std::vector<std::pair<std::string, std::string>> sweep_plot_files(const SweepRes
   pred_csv.precision(10);
   pred_csv << "run,width,depth,tokens,observed,predicted,loo_predicted\n";
   const std::string selected = r.sweep["selected_model"].is_string() ? r.sweep["selected_model"].get<std::string>() : "";
+  // one block per run, checkpoints in token order, a blank line between runs: gnuplot draws each as a line
+  std::vector<const PredictionRow*> by_run;
+  for (const auto& p : r.predictions)
+    if (p.model == selected) by_run.push_back(&p);
+  std::stable_sort(by_run.begin(), by_run.end(), [](const PredictionRow* a, const PredictionRow* b) {
+    return a->run != b->run ? a->run < b->run : a->T < b->T;
+  });
+  for (size_t i = 0; i < by_run.size(); ++i) {
+    const PredictionRow& p = *by_run[i];
+    if (i > 0 && by_run[i - 1]->run != p.run) runs_csv << "\n";
+    runs_csv << p.run << "," << p.width << "," << p.depth << "," << p.T << "," << p.observed << "\n";
+  }
   for (const auto& p : r.predictions) {
     if (p.model != selected) continue;
-    runs_csv << p.run << "," << p.width << "," << p.depth << "," << p.T << "," << p.observed << "\n";
     pred_csv << p.run << "," << p.width << "," << p.depth << "," << p.T << "," << p.observed << "," << p.predicted << ","
              << (std::isfinite(p.loo_predicted) ? std::to_string(p.loo_predicted) : "") << "\n";
   }
@@ -144,10 +156,10 @@ std::vector<std::pair<std::string, std::string>> sweep_plot_files(const SweepRes
     ++i;
   }
   gp << "\nunset arrow\nunset logscale\n";
-  gp << "set output 'loss_vs_tokens.png'\nset title 'loss against tokens, one line per run'\nset xlabel 'tokens'\n"
-        "set logscale x\nset key off\n"
-        "plot 'runs.csv' using 4:5:(log($2)) every ::1 with points pt 7 ps 0.5 lc palette title ''\n"
-        "unset logscale\nset key outside right\n";
+  gp << "set output 'loss_vs_tokens.png'\nset title 'loss against tokens, one line per run, coloured by ln W'\n"
+        "set xlabel 'tokens'\nset logscale x\nset autoscale xfix\nset key off\nset cblabel 'ln W'\n"
+        "plot 'runs.csv' using 4:5:(log($2)) with linespoints pt 7 ps 0.4 lc palette title ''\n"
+        "unset logscale\nset autoscale x\nunset cblabel\nset key outside right\n";
   gp << "set output 'predicted_vs_observed.png'\nset title '" << selected
      << ": predicted and leave-one-run-out predicted against observed'\nset xlabel 'observed loss'\n"
         "set ylabel 'predicted loss'\n"
